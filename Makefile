@@ -1,0 +1,26 @@
+# Thin wrapper over CMake: the README's two commands.
+#   make run   -- install deps, build, run the main job on the embedded model
+#   make test  -- install deps, build, run every test
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: deps build run test clean model
+
+deps:
+	bash scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	bash scripts/main_job.sh $(BUILD)/bicache
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+model: deps
+	bash tools/train/make_model.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,119 @@
+// Kernel throughput: Linear (oneDNN bf16) at d_model 1024, tiled attention at 512 tokens, and the
+// plain oneDNN GEMM yardstick Linear is judged against. Counters report GFLOP/s (2 flops per
+// multiply-add). Thread count follows OMP_NUM_THREADS.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace {
+
+using namespace bicache::kernels;
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+void SetGflops(benchmark::State& state, double flops_per_iter) {
+  state.counters["GFLOP"] =
+      benchmark::Counter(flops_per_iter * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Args: n (rows), in, out.
+void BM_LinearForward(benchmark::State& state) {
+  const size_t n = state.range(0), in = state.range(1), out = state.range(2);
+  const auto w = Random(out * in, 1);
+  const Linear lin = Linear::FromF32(w.data(), out, in);
+  const auto x = Random(n * in, 2);
+  std::vector<float> y(n * out);
+  lin.Forward(x.data(), n, y.data());  // builds and caches the primitive
+  for (auto _ : state) {
+    lin.Forward(x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetGflops(state, 2.0 * n * in * out);
+}
+BENCHMARK(BM_LinearForward)
+    ->ArgNames({"n", "in", "out"})
+    ->Args({1, 1024, 1024})
+    ->Args({32, 1024, 1024})
+    ->Args({128, 1024, 1024})
+    ->Args({512, 1024, 1024})
+    ->Args({1024, 1024, 1024})
+    ->Args({512, 1024, 2816})
+    ->Args({512, 2816, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Args: m, n, k. The yardstick measures its own loop; one benchmark iteration = 5 GEMMs.
+void BM_GemmYardstick(benchmark::State& state) {
+  const size_t m = state.range(0), n = state.range(1), k = state.range(2);
+  double sum = 0;
+  int runs = 0;
+  for (auto _ : state) {
+    sum += MeasureGemmGflops(m, n, k, 5);
+    ++runs;
+  }
+  state.counters["GFLOP/s"] = sum / runs;  // already a rate
+}
+BENCHMARK(BM_GemmYardstick)
+    ->ArgNames({"m", "n", "k"})
+    ->Args({512, 1024, 1024})
+    ->Args({512, 2816, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Args: tokens (n_q = n_kv), n_head, n_kv_head, head_dim.
+void BM_Attention(benchmark::State& state) {
+  const size_t t = state.range(0), nh = state.range(1), nkv = state.range(2), hd = state.range(3);
+  const auto q = Random(t * nh * hd, 3), k = Random(t * nkv * hd, 4), v = Random(t * nkv * hd, 5);
+  std::vector<float> out(t * nh * hd);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (auto _ : state) {
+    Attention(q.data(), t, nh * hd, k.data(), v.data(), t, nkv * hd, nh, nkv, hd, scale,
+              out.data(), nh * hd);
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetGflops(state, 4.0 * t * t * hd * nh);  // QK^T and PV, 2 flops per multiply-add each
+}
+BENCHMARK(BM_Attention)
+    ->ArgNames({"tok", "heads", "kv_heads", "hd"})
+    ->Args({512, 16, 16, 64})
+    ->Args({512, 8, 8, 128})
+    ->Args({512, 16, 4, 64})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_RmsNorm(benchmark::State& state) {
+  const size_t rows = 512, d = state.range(0);
+  const auto x = Random(rows * d, 6), w = Random(d, 7);
+  std::vector<float> y(rows * d);
+  for (auto _ : state) {
+    RmsNorm(x.data(), w.data(), y.data(), rows, d, 1e-5f);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * rows * d * 8));
+}
+BENCHMARK(BM_RmsNorm)->Arg(1024)->Arg(4096);
+
+void BM_F32ToBf16(benchmark::State& state) {
+  const size_t n = state.range(0);
+  const auto x = Random(n, 8);
+  std::vector<uint16_t> y(n);
+  for (auto _ : state) {
+    F32ToBf16(x.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 6));
+}
+BENCHMARK(BM_F32ToBf16)->Arg(512 * 1024);
+
+}  // namespace

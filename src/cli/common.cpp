@@ -1,0 +1,42 @@
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/commands.h"
+
+namespace bicache::cli {
+
+std::string DefaultModelPath() {
+  if (const char* env = std::getenv("BICACHE_MODEL"); env && *env) return env;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      fs::path candidate = dir / "models" / "tiny-llada.gguf";
+      if (fs::exists(candidate, ec)) return candidate.string();
+      candidate = dir / "share" / "bicache" / "tiny-llada.gguf";
+      if (fs::exists(candidate, ec)) return candidate.string();
+    }
+  }
+  return std::string(BICACHE_SOURCE_DIR) + "/models/tiny-llada.gguf";
+}
+
+void AddModelFlag(CLI::App* cmd, std::string* path) {
+  *path = DefaultModelPath();
+  cmd->add_option("-m,--model", *path, "GGUF model file (default: the embedded tiny model)");
+}
+
+void AddThreadsFlag(CLI::App* cmd, int* threads) {
+  *threads = 0;
+  cmd->add_option("-t,--threads", *threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+}
+
+void ApplyThreads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+}  // namespace bicache::cli

@@ -1,0 +1,47 @@
+#include "cli/sampling_flags.h"
+
+#include "util/error.h"
+
+namespace bicache::cli {
+
+void SamplingFlags::Register(CLI::App* cmd) {
+  cmd->add_option("--gen-length", gen_length, "tokens to generate (the mask canvas)");
+  cmd->add_option("--steps", steps, "denoising steps (default: gen length)");
+  cmd->add_option("--block-length", block_length, "semi-autoregressive block length (default: gen length)");
+  cmd->add_option("--algorithm", algorithm,
+                  "low_confidence, random (LLaDA); origin, maskgit_plus, topk_margin, entropy (Dream)");
+  cmd->add_option("--temperature", temperature, "sampling temperature (0 = greedy)");
+  cmd->add_option("--top-p", top_p, "nucleus sampling (Dream algorithms)");
+  cmd->add_option("--top-k", top_k, "top-k sampling (Dream algorithms; 0 = off)");
+  cmd->add_option("--alg-temp", alg_temp, "Dream: randomness of position selection");
+  cmd->add_option("--eps", eps, "Dream: final timestep of the schedule");
+  cmd->add_option("--threshold", threshold,
+                  "parallel decoding: commit every masked token of the block above this confidence (0 < X < 1)");
+  cmd->add_option("--cfg", cfg, "classifier-free guidance scale (0 = off)");
+  cmd->add_option("--seed", seed, "random seed");
+  cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, dual, bicache+dual, ...");
+  cmd->add_option("--refresh", refresh,
+                  "bicache: reuse deep-layer prefix K/V between refreshes every R steps (0 = off)");
+  cmd->add_option("--cache-budget-mb", cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
+}
+
+diffusion::SamplerConfig SamplingFlags::Sampler() const {
+  diffusion::SamplerConfig s;
+  s.gen_length = gen_length;
+  s.steps = steps == 0 ? gen_length : steps;
+  s.block_length = block_length == 0 ? gen_length : block_length;
+  s.algorithm = diffusion::ParseAlgorithm(algorithm);
+  s.temperature = temperature;
+  s.top_p = top_p;
+  s.top_k = top_k;
+  s.alg_temp = alg_temp;
+  s.eps = eps;
+  s.threshold = threshold;
+  s.cfg_scale = cfg;
+  s.seed = seed;
+  if (refresh < 0) throw Error(ErrorKind::kInvalidArgument, "--refresh must be >= 0");
+  if (cache_budget_mb < 0) throw Error(ErrorKind::kInvalidArgument, "--cache-budget-mb must be >= 0");
+  return s;
+}
+
+}  // namespace bicache::cli

@@ -1,0 +1,154 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "cache/memory_budget.h"
+#include "model/forward.h"
+#include "util/error.h"
+
+namespace bicache::engine {
+
+Engine::Engine(const model::Model& model, EngineOptions options)
+    : model_(model), options_(std::move(options)) {
+  if (options_.cache_budget_bytes == 0) options_.cache_budget_bytes = cache::DefaultBudgetBytes();
+}
+
+cache::PrefixStore& Engine::StoreFor(int layers_held) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = stores_[layers_held];
+  if (!slot) slot = std::make_unique<cache::PrefixStore>(options_.cache_budget_bytes);
+  return *slot;
+}
+
+int Engine::LayersHeldFor(const CacheMode& mode) const {
+  const int L = model_.config().n_layer;
+  switch (mode.prefix) {
+    case PrefixReuse::kNone: return 0;
+    case PrefixReuse::kLlm: return L;
+    case PrefixReuse::kFixed: return std::min(mode.fixed_depth, L);
+    case PrefixReuse::kBicache: return std::min(options_.depth_table.max_depth(), L);
+  }
+  return 0;
+}
+
+int Engine::DepthFor(const CacheMode& mode, double ratio) const {
+  if (mode.prefix == PrefixReuse::kBicache) {
+    return std::min(options_.depth_table.Lookup(ratio), model_.config().n_layer);
+  }
+  return LayersHeldFor(mode);
+}
+
+std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
+  const model::ModelConfig& c = model_.config();
+  opt.sampler.mask_id = c.mask_token_id;
+  diffusion::Validate(opt.sampler);
+  const int P = static_cast<int>(opt.prompt.size());
+  const int n = P + opt.sampler.gen_length;
+  if (P == 0) throw Error(ErrorKind::kInvalidArgument, "the prompt is empty");
+  if (n > c.context_length) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "This model's maximum context length is " + std::to_string(c.context_length) +
+                    " tokens, but the request needs " + std::to_string(n) + " (" + std::to_string(P) +
+                    " prompt + " + std::to_string(opt.sampler.gen_length) + " generated)");
+  }
+  for (int32_t t : opt.prompt) {
+    if (t < 0 || t >= c.n_vocab) {
+      throw Error(ErrorKind::kInvalidArgument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.n_vocab));
+    }
+  }
+  if (opt.sampler.cfg_scale > 0 && opt.cache.reuses_prefix()) {
+    throw Error(ErrorKind::kInvalidArgument, "classifier-free guidance (--cfg) masks the prompt, so it cannot reuse a cached prefix: use --cache none or dual");
+  }
+  // The prefix must leave at least one prompt token to compute (the shifted head reads row P-1).
+  const int max_prefix = P - (c.shift_logits ? 1 : 0);
+  int declared = opt.prefix_len;
+  if (declared < 0) declared = static_cast<int>(recent_.SharedPrefixLength(opt.prompt));
+  recent_.Observe(opt.prompt);
+  declared = std::clamp(declared, 0, max_prefix);
+
+  std::optional<cache::PrefixPin> pin;
+  int depth = 0;
+  bool hit = false;
+  const int held = LayersHeldFor(opt.cache);
+  if (opt.cache.reuses_prefix() && declared > 0 && held > 0) {
+    cache::PrefixStore& store = StoreFor(held);
+    std::span<const int32_t> prompt(opt.prompt);
+    pin = store.Lookup(prompt, declared);
+    hit = pin.has_value();
+    const bool exact = pin && static_cast<int>(pin->length()) == declared;
+    if (!exact && DepthFor(opt.cache, static_cast<double>(declared) / n) > 0) {
+      // Miss, or only a shorter nested prefix is cached: compute the declared prefix alone and
+      // cache it (outside any lock; a concurrent builder of the same prefix just loses the race).
+      model::ForwardStats st;
+      auto payload = BuildPrefixPayload(model_, prompt.first(declared), held, &st);
+      try {
+        pin = store.Insert(prompt.first(declared), std::move(payload));
+        hit = false;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++prefix_builds_;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kResource) throw;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++insert_failures_;  // keep the shorter entry if there is one, else run uncached
+      }
+    }
+    if (pin) {
+      depth = DepthFor(opt.cache, static_cast<double>(pin->length()) / n);
+      depth = std::min(depth, static_cast<const PrefixKvPayload&>(*pin->payload()).layers_held);
+    }
+  }
+  return std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
+}
+
+void Engine::StepBatch(std::span<Request* const> requests) {
+  std::vector<model::SeqPlan> plans;
+  for (Request* r : requests) r->PlanStep(&plans);
+  model::ForwardStats st;
+  const auto t0 = std::chrono::steady_clock::now();
+  model::Forward(model_, plans, &st);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The batch's time is shared evenly among its requests.
+  for (Request* r : requests) {
+    r->FinishStep();
+    r->add_seconds(secs / requests.size());
+  }
+}
+
+RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Request> req = Start(std::move(options));
+  while (!req->done()) {
+    std::vector<model::SeqPlan> plans;
+    req->PlanStep(&plans);
+    model::ForwardStats st;
+    model::Forward(model_, plans, &st);
+    req->add_token_layers(st.token_layers);
+    req->FinishStep();
+    if (on_step) on_step(*req);
+  }
+  req->add_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return req->result();
+}
+
+EngineCacheStats Engine::cache_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineCacheStats s;
+  for (const auto& [held, store] : stores_) {
+    const cache::PrefixStoreStats t = store->stats();
+    s.total.queries += t.queries;
+    s.total.hits += t.hits;
+    s.total.misses += t.misses;
+    s.total.inserts += t.inserts;
+    s.total.evictions += t.evictions;
+    s.total.entries += t.entries;
+    s.total.bytes_used += t.bytes_used;
+    s.total.bytes_pinned += t.bytes_pinned;
+    s.total.budget += t.budget;
+  }
+  s.prefix_builds = prefix_builds_;
+  s.insert_failures = insert_failures_;
+  return s;
+}
+
+}  // namespace bicache::engine

@@ -1,0 +1,68 @@
+// The engine: a model, its prefix caches and its depth table; starts and runs requests.
+//
+// Prefix entries are kept in one PrefixStore per "layers held" (the deepest layer an entry may
+// serve: the table's maximum depth for bicache, B for fixed:B, every layer for llm), so modes
+// compared side by side in one process never hand each other entries of the wrong depth. Each
+// store has the configured byte budget.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "cache/prefix_store.h"
+#include "cache/recent_prefix.h"
+#include "engine/depth_table.h"
+#include "engine/prefix_entry.h"
+#include "engine/request.h"
+
+namespace bicache::engine {
+
+struct EngineOptions {
+  size_t cache_budget_bytes = 0;  // per store; 0 = cache::DefaultBudgetBytes()
+  DepthTable depth_table;         // for bicache mode; empty table = depth 0 everywhere
+};
+
+struct EngineCacheStats {
+  cache::PrefixStoreStats total;  // summed over stores
+  uint64_t prefix_builds = 0;     // entries computed (misses that built)
+  uint64_t insert_failures = 0;   // entries that did not fit the budget (request ran uncached)
+};
+
+class Engine {
+ public:
+  Engine(const model::Model& model, EngineOptions options);
+
+  // Looks up / builds the request's prefix entry and chooses its depth. Throws
+  // Error(kInvalidArgument) for a request the model cannot run (context, sampler settings).
+  std::unique_ptr<Request> Start(RequestOptions options);
+
+  // Runs one request alone to completion. `on_step` (optional) is called after every step.
+  using StepCallback = std::function<void(const Request&)>;
+  RequestResult Run(RequestOptions options, const StepCallback& on_step = {});
+
+  // Runs one forward for several requests at once (the scheduler's iteration) and advances each.
+  void StepBatch(std::span<Request* const> requests);
+
+  const model::Model& model() const { return model_; }
+  const DepthTable& depth_table() const { return options_.depth_table; }
+  void set_depth_table(DepthTable t) { options_.depth_table = std::move(t); }
+  EngineCacheStats cache_stats() const;
+  // The depth a bicache request with this prefix ratio gets.
+  int DepthFor(const CacheMode& mode, double ratio) const;
+
+ private:
+  cache::PrefixStore& StoreFor(int layers_held);
+  int LayersHeldFor(const CacheMode& mode) const;
+
+  const model::Model& model_;
+  EngineOptions options_;
+  mutable std::mutex mutex_;  // guards stores_ map and counters (not the stores themselves)
+  std::map<int, std::unique_ptr<cache::PrefixStore>> stores_;
+  cache::RecentPrefixTracker recent_;
+  uint64_t prefix_builds_ = 0;
+  uint64_t insert_failures_ = 0;
+};
+
+}  // namespace bicache::engine

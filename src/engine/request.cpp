@@ -1,0 +1,120 @@
+#include "engine/request.h"
+
+#include "engine/prefix_entry.h"
+
+#include "util/error.h"
+
+namespace bicache::engine {
+
+Request::Request(const model::Model& model, RequestOptions options, std::optional<cache::PrefixPin> pin,
+                 int depth, bool prefix_hit)
+    : model_(model),
+      opt_(std::move(options)),
+      pin_(std::move(pin)),
+      denoiser_(opt_.sampler, model.config().n_vocab) {
+  const model::ModelConfig& c = model.config();
+  prompt_len_ = static_cast<int>(opt_.prompt.size());
+  gen_ = opt_.sampler.gen_length;
+  shift_ = c.shift_logits ? 1 : 0;
+  if (pin_ && depth > 0) {
+    prefix_ = static_cast<int>(pin_->length());
+    depth_ = std::min(depth, c.n_layer);
+    prefix_hit_ = prefix_hit;
+  } else {
+    pin_.reset();  // no reuse: release the entry at once
+  }
+  tokens_ = opt_.prompt;
+  tokens_.resize(prompt_len_ + gen_, opt_.sampler.mask_id);
+  if (opt_.sampler.cfg_scale > 0) {
+    uncond_tokens_ = tokens_;
+    std::fill_n(uncond_tokens_.begin(), prompt_len_, opt_.sampler.mask_id);
+    uncond_logits_.resize(static_cast<size_t>(gen_) * c.n_vocab);
+  }
+  logits_.resize(static_cast<size_t>(gen_) * c.n_vocab);
+  kv_.Reset(c.n_layer, n_tokens());
+  if (depth_ > 0) {
+    const auto& payload = static_cast<const PrefixKvPayload&>(*pin_->payload());
+    CopyPrefixInto(payload, depth_, &kv_, c.d_model, c.kv_dim());
+  }
+}
+
+void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
+  const int L = model_.config().n_layer;
+  const int n = n_tokens();
+  // Copy the canvas the denoiser has committed so far into the sequence.
+  const auto& canvas = denoiser_.canvas();
+  std::copy(canvas.begin(), canvas.end(), tokens_.begin() + prompt_len_);
+  if (!uncond_tokens_.empty()) std::copy(canvas.begin(), canvas.end(), uncond_tokens_.begin() + prompt_len_);
+
+  model::SeqPlan p;
+  p.tokens = tokens_;
+  const auto block = denoiser_.current_block();
+  const bool dual_step = opt_.cache.dual && block == dual_block_;
+  if (dual_step) {
+    // Only the current block is computed; every other token's K/V come from the cache that was
+    // captured at the block start.
+    p.partial_depth = L;
+    p.compute_begin = prompt_len_ + block.first - shift_;
+    p.compute_end = prompt_len_ + block.second;
+    p.kv_in = &kv_;
+    p.logits_begin = prompt_len_ + block.first - shift_;
+    p.logits_end = prompt_len_ + block.second - shift_;
+    p.logits = &logits_[static_cast<size_t>(block.first) * model_.config().n_vocab];
+  } else {
+    const bool deep_reuse = depth_ > 0 && depth_ < L && !opt_.cache.dual && opt_.refresh_interval > 0 &&
+                            have_refresh_ && steps_since_refresh_ < opt_.refresh_interval;
+    if (depth_ > 0) {
+      p.partial_depth = deep_reuse ? L : depth_;
+      p.compute_begin = prefix_;
+      p.compute_end = n;
+      p.kv_in = &kv_;
+    }
+    const bool capture = opt_.cache.dual || (depth_ > 0 && depth_ < L && opt_.refresh_interval > 0 && !deep_reuse);
+    if (capture) {
+      p.kv_out = &kv_;
+      p.capture_kv_layers = L;
+    }
+    if (deep_reuse) {
+      ++steps_since_refresh_;
+    } else if (capture && !opt_.cache.dual) {
+      have_refresh_ = true;
+      steps_since_refresh_ = 1;
+    }
+    if (opt_.cache.dual) dual_block_ = block;
+    p.logits_begin = prompt_len_ - shift_;
+    p.logits_end = n - shift_;
+    p.logits = logits_.data();
+  }
+  plans->push_back(p);
+  if (!uncond_tokens_.empty()) {
+    model::SeqPlan u;
+    u.tokens = uncond_tokens_;
+    u.logits_begin = prompt_len_ - shift_;
+    u.logits_end = n - shift_;
+    u.logits = uncond_logits_.data();
+    plans->push_back(u);
+  }
+  forwards_ += static_cast<int>(uncond_tokens_.empty() ? 1 : 2);
+}
+
+void Request::FinishStep() {
+  denoiser_.Step(logits_.data(), uncond_tokens_.empty() ? nullptr : uncond_logits_.data());
+}
+
+RequestResult Request::result() const {
+  RequestResult r;
+  r.canvas = denoiser_.canvas();
+  r.answer.assign(r.canvas.begin(), r.canvas.begin() + denoiser_.answer_length());
+  r.finish_reason = std::string(denoiser_.finish_reason());
+  r.steps = denoiser_.step();
+  r.forwards = forwards_;
+  r.prefix_used = depth_ > 0 ? prefix_ : 0;
+  r.depth = depth_;
+  r.prefix_hit = prefix_hit_;
+  r.prefix_ratio = static_cast<double>(r.prefix_used) / n_tokens();
+  r.token_layers = token_layers_;
+  r.seconds = seconds_;
+  return r;
+}
+
+}  // namespace bicache::engine

@@ -1,0 +1,83 @@
+// One generation request as a step machine: it says what the next forward must compute (its
+// SeqPlans) and consumes the logits afterwards. The single-request loop (Engine::Run) and the
+// batching scheduler drive the same object, so a request's output does not depend on who drives it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/prefix_pin.h"
+#include "diffusion/sampler.h"
+#include "engine/cache_mode.h"
+#include "model/plan.h"
+#include "model/weights.h"
+
+namespace bicache::engine {
+
+struct RequestOptions {
+  std::vector<int32_t> prompt;  // every prompt token (chat-formatted already)
+  int prefix_len = -1;          // declared shareable prefix; -1 = automatic, 0 = none
+  diffusion::SamplerConfig sampler;
+  CacheMode cache;
+  int refresh_interval = 0;  // R: between refreshes reuse the deep-layer prefix K/V (0 = never)
+};
+
+struct RequestResult {
+  std::vector<int32_t> answer;   // canvas tokens before the first stop token
+  std::vector<int32_t> canvas;   // the whole final canvas
+  std::string finish_reason;     // "stop" or "length"
+  int steps = 0;                 // denoising steps
+  int forwards = 0;              // forward passes over this request (a CFG step counts 2)
+  int prefix_used = 0;           // cached prefix tokens reused (0 = none)
+  int depth = 0;                 // layers whose prefix K/V came from the cache
+  bool prefix_hit = false;       // the prefix came from the store (not built for this request)
+  double prefix_ratio = 0;       // prefix_used / (prompt + canvas)
+  uint64_t token_layers = 0;     // tokens x layers computed, summed over its forwards
+  double seconds = 0;
+};
+
+class Request {
+ public:
+  // `pin` holds the cached prefix entry (if any) for the request's lifetime; `depth` is the number
+  // of layers to serve from it (0 = no reuse).
+  Request(const model::Model& model, RequestOptions options, std::optional<cache::PrefixPin> pin,
+          int depth, bool prefix_hit);
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  bool done() const { return denoiser_.done(); }
+  // Appends this step's plans (1, or 2 with classifier-free guidance) to `plans`.
+  void PlanStep(std::vector<model::SeqPlan>* plans);
+  // Consumes the logits the planned forward produced and commits tokens.
+  void FinishStep();
+  const diffusion::Denoiser& denoiser() const { return denoiser_; }
+  RequestResult result() const;
+  int n_tokens() const { return static_cast<int>(tokens_.size()); }
+  void add_seconds(double s) { seconds_ += s; }
+  void add_token_layers(uint64_t n) { token_layers_ += n; }
+
+ private:
+  const model::Model& model_;
+  RequestOptions opt_;
+  std::optional<cache::PrefixPin> pin_;
+  int depth_ = 0;        // prefix layers served from the cache
+  int prefix_ = 0;       // prefix tokens served from the cache
+  bool prefix_hit_ = false;
+  int prompt_len_ = 0, gen_ = 0, shift_ = 0;
+  diffusion::Denoiser denoiser_;
+  std::vector<int32_t> tokens_;         // [n] prompt + canvas
+  std::vector<int32_t> uncond_tokens_;  // [n] CFG: prompt masked
+  model::SeqKv kv_;                     // [n] per-request K/V: cached prefix rows + captures
+  std::vector<float> logits_;           // [gen, V] canvas rows
+  std::vector<float> uncond_logits_;    // [gen, V] CFG
+  int steps_since_refresh_ = 0;
+  bool have_refresh_ = false;
+  std::pair<int, int> dual_block_{-1, -1};  // block the dual cache was built for
+  int forwards_ = 0;
+  uint64_t token_layers_ = 0;
+  double seconds_ = 0;
+};
+
+}  // namespace bicache::engine

@@ -1,0 +1,255 @@
+// Tiled online-softmax attention (ops.h Attention), Highway with run-time dispatch.
+//
+// Work item = (query head h, block of query rows). For each tile of kv rows it packs
+//   Kt: [head_dim, T]   the K tile transposed, so scores for one query row come out T lanes at a
+//                       time with broadcast-FMA (no horizontal sums), and
+//   Vp: [T, hd_pad]     the V tile, rows padded to whole vectors with zeros,
+// then processes the block's rows kRows at a time: scores S = q*K^T (kRows x T, held in
+// registers), running max / sum update, acc = acc*corr + P*V. Packing costs 2*T*head_dim copies
+// per tile, amortised over the block's rows (up to 128: at 32 the scalar transpose cost ~1/3 of
+// the time at head_dim 64). Memory per thread: O(T*head_dim + block*head_dim).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/attention.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per target
+
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/ops.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace bicache::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Rows per register block: 4 rows x 4 vectors = 16 accumulators fit AVX-512's 32 registers;
+// targets with 16 registers use 2 rows.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kRows = 4;
+#else
+constexpr size_t kRows = 2;
+#endif
+constexpr size_t kTileVecs = 4;   // kv tile T = 4 vectors (64 on AVX-512, 32 on AVX2)
+constexpr size_t kMaxQBlock = 128;  // query rows per work item (power of two, >= kRows)
+constexpr size_t kMinQBlock = 16;
+constexpr float kMaskedScore = -1e30f;  // exp(kMaskedScore - max) == 0 exactly
+
+struct Scratch {
+  std::vector<float> kt, vp, qs, s, acc, m, l;
+};
+
+// S[r][0..T) = Qs[r] . Kt[:, 0..T) for kRows rows. Qs rows are pre-scaled, stride hd.
+HWY_INLINE void Scores(const float* qs, size_t hd, const float* kt, size_t T, float* s) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF a[kRows][kTileVecs];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (size_t c = 0; c < kTileVecs; ++c) a[r][c] = hn::Zero(df);
+  }
+  for (size_t d = 0; d < hd; ++d) {
+    const float* krow = kt + d * T;
+    VF kv[kTileVecs];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < kTileVecs; ++c) kv[c] = hn::LoadU(df, krow + c * N);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+      const VF qv = hn::Set(df, qs[r * hd + d]);
+#pragma GCC unroll 4
+      for (size_t c = 0; c < kTileVecs; ++c) a[r][c] = hn::MulAdd(qv, kv[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (size_t c = 0; c < kTileVecs; ++c) hn::StoreU(a[r][c], df, s + r * T + c * N);
+  }
+}
+
+// acc[r][dv0 .. dv0+NV*N) = acc*corr[r] + sum_j P[r][j] * Vp[j][dv0 ..]   for kRows rows.
+template <size_t NV>
+HWY_INLINE void PvChunk(const float* p, size_t T, const float* vp, size_t hdp, size_t len,
+                        const float* corr, float* acc, size_t dv0) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF a[kRows][NV];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+    const VF cr = hn::Set(df, corr[r]);
+#pragma GCC unroll 4
+    for (size_t c = 0; c < NV; ++c) a[r][c] = hn::Mul(hn::LoadU(df, acc + r * hdp + dv0 + c * N), cr);
+  }
+  for (size_t j = 0; j < len; ++j) {
+    const float* vrow = vp + j * hdp + dv0;
+    VF vv[NV];
+#pragma GCC unroll 4
+    for (size_t c = 0; c < NV; ++c) vv[c] = hn::LoadU(df, vrow + c * N);
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+      const VF pr = hn::Set(df, p[r * T + j]);
+#pragma GCC unroll 4
+      for (size_t c = 0; c < NV; ++c) a[r][c] = hn::MulAdd(pr, vv[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (size_t c = 0; c < NV; ++c) hn::StoreU(a[r][c], df, acc + r * hdp + dv0 + c * N);
+  }
+}
+
+// One work item: query rows [q0, q1) of head h.
+void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const float* k,
+                 const float* v, size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
+                 float scale, float* out, size_t out_stride, Scratch& sc) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t T = kTileVecs * N;
+  const size_t hdp = (hd + N - 1) / N * N;
+  const size_t rows = q1 - q0;
+  const size_t rows_pad = (rows + kRows - 1) / kRows * kRows;
+
+  // Qs: [rows_pad, hd] scaled queries (padding rows are zero and their results dropped).
+  std::fill(sc.qs.begin(), sc.qs.begin() + rows_pad * hd, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* qr = q + (q0 + r) * q_stride + h * hd;
+    for (size_t i = 0; i < hd; ++i) sc.qs[r * hd + i] = qr[i] * scale;
+  }
+  std::fill(sc.acc.begin(), sc.acc.begin() + rows_pad * hdp, 0.0f);
+  std::fill(sc.m.begin(), sc.m.begin() + rows_pad, -std::numeric_limits<float>::infinity());
+  std::fill(sc.l.begin(), sc.l.begin() + rows_pad, 0.0f);
+  // Vp padding columns stay zero for the whole call; only [0, hd) of each row is rewritten.
+  std::fill(sc.vp.begin(), sc.vp.begin() + T * hdp, 0.0f);
+
+  for (size_t j0 = 0; j0 < n_kv; j0 += T) {
+    const size_t len = std::min(T, n_kv - j0);
+    for (size_t j = 0; j < len; ++j) {
+      const float* kj = k + (j0 + j) * kv_stride + g * hd;
+      const float* vj = v + (j0 + j) * kv_stride + g * hd;
+      for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = kj[i];
+      std::copy(vj, vj + hd, sc.vp.data() + j * hdp);
+    }
+    for (size_t j = len; j < T; ++j) {
+      for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = 0.0f;
+    }
+
+    for (size_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+      float* s = sc.s.data();  // [kRows, T]
+      Scores(sc.qs.data() + r0 * hd, hd, sc.kt.data(), T, s);
+      float corr[kRows];
+      for (size_t r = 0; r < kRows; ++r) {
+        float* sr = s + r * T;
+        for (size_t j = len; j < T; ++j) sr[j] = kMaskedScore;
+        auto vmax = hn::LoadU(df, sr);
+        for (size_t c = 1; c < kTileVecs; ++c) vmax = hn::Max(vmax, hn::LoadU(df, sr + c * N));
+        const float m_old = sc.m[r0 + r];
+        const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, vmax)));
+        const auto vm = hn::Set(df, m_new);
+        auto vsum = hn::Zero(df);
+        for (size_t c = 0; c < kTileVecs; ++c) {
+          const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, sr + c * N), vm));
+          vsum = hn::Add(vsum, e);
+          hn::StoreU(e, df, sr + c * N);
+        }
+        corr[r] = std::exp(m_old - m_new);  // 0 on the first tile (m_old = -inf)
+        sc.l[r0 + r] = sc.l[r0 + r] * corr[r] + hn::GetLane(hn::SumOfLanes(df, vsum));
+        sc.m[r0 + r] = m_new;
+      }
+      float* acc = sc.acc.data() + r0 * hdp;
+      size_t dv = 0;
+      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(s, T, sc.vp.data(), hdp, len, corr, acc, dv);
+      for (; dv < hdp; dv += N) PvChunk<1>(s, T, sc.vp.data(), hdp, len, corr, acc, dv);
+    }
+  }
+
+  for (size_t r = 0; r < rows; ++r) {
+    float* o = out + (q0 + r) * out_stride + h * hd;
+    const float inv = 1.0f / sc.l[r];
+    const float* a = sc.acc.data() + r * hdp;
+    for (size_t i = 0; i < hd; ++i) o[i] = a[i] * inv;
+  }
+}
+
+void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+                   size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
+                   size_t head_dim, float scale, float* out, size_t out_stride) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t T = kTileVecs * N;
+  const size_t hdp = (head_dim + N - 1) / N * N;
+  const size_t group = n_head / n_kv_head;
+  // Largest block that still leaves ~4 work items per thread for load balance.
+  const size_t threads = static_cast<size_t>(omp_get_max_threads());
+  size_t qblock = kMaxQBlock;
+  while (qblock > kMinQBlock && (n_q + qblock - 1) / qblock * n_head < 4 * threads) qblock /= 2;
+  const size_t n_qblocks = (n_q + qblock - 1) / qblock;
+  const long n_items = static_cast<long>(n_qblocks * n_head);
+#pragma omp parallel
+  {
+    Scratch sc;  // per thread, sized once per call
+    sc.kt.resize(head_dim * T);
+    sc.vp.resize(T * hdp);
+    sc.qs.resize(qblock * head_dim);
+    sc.s.resize(kRows * T);
+    sc.acc.resize(qblock * hdp);
+    sc.m.resize(qblock);
+    sc.l.resize(qblock);
+    // Items are ordered head-major so consecutive items of one thread reuse the same K/V head.
+#pragma omp for schedule(dynamic, 1)
+    for (long item = 0; item < n_items; ++item) {
+      const size_t h = static_cast<size_t>(item) / n_qblocks;
+      const size_t qb = static_cast<size_t>(item) % n_qblocks;
+      const size_t q0 = qb * qblock;
+      const size_t q1 = std::min(n_q, q0 + qblock);
+      AttendBlock(q, q0, q1, q_stride, k, v, n_kv, kv_stride, h, h / group, head_dim, scale, out,
+                  out_stride, sc);
+    }
+  }
+}
+
+}  // namespace bicache::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <string>
+
+#include "util/error.h"
+
+namespace bicache::kernels {
+
+HWY_EXPORT(AttentionImpl);
+
+void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+               size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+               float scale, float* out, size_t out_stride) {
+  if (n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "attention: n_head " + std::to_string(n_head) +
+                    " is not a positive multiple of n_kv_head " + std::to_string(n_kv_head));
+  }
+  if (head_dim == 0 || (n_q > 1 && q_stride < n_head * head_dim) ||
+      (n_kv > 1 && kv_stride < n_kv_head * head_dim) ||
+      (n_q > 1 && out_stride < n_head * head_dim)) {
+    throw Error(ErrorKind::kInvalidArgument, "attention: a row stride is smaller than its row");
+  }
+  if (n_q == 0) return;
+  if (n_kv == 0) {  // nothing to attend to: define the result as zeros
+    for (size_t t = 0; t < n_q; ++t) std::fill(out + t * out_stride,
+                                               out + t * out_stride + n_head * head_dim, 0.0f);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, k, v, n_kv, kv_stride, n_head, n_kv_head,
+                                      head_dim, scale, out, out_stride);
+}
+
+}  // namespace bicache::kernels
+#endif  // HWY_ONCE

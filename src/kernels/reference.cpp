@@ -1,0 +1,181 @@
+// Scalar reference kernels (see reference.h). Deliberately simple: one obvious loop per formula.
+#include "kernels/reference.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+namespace bicache::kernels::ref {
+
+uint16_t Bf16FromF32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (std::isnan(x)) return static_cast<uint16_t>((bits >> 16) | 0x0040);  // keep sign, quiet
+  const uint32_t lsb = (bits >> 16) & 1u;
+  return static_cast<uint16_t>((bits + 0x7FFFu + lsb) >> 16);
+}
+
+float F32FromBf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+float F32FromF16(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1u;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t mant = h & 0x3FFu;
+  float mag;
+  if (exp == 0) {
+    mag = std::ldexp(static_cast<float>(mant), -24);  // subnormal (or zero): mant * 2^-24
+  } else if (exp == 31) {
+    mag = mant == 0 ? std::numeric_limits<float>::infinity()
+                    : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    mag = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+  }
+  return sign ? -mag : mag;
+}
+
+void RopeCosSin(int64_t pos, size_t i, size_t head_dim, double freq_base, float* c, float* s) {
+  const double inv_freq =
+      std::pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  const double theta = static_cast<double>(pos) * inv_freq;
+  *c = static_cast<float>(std::cos(theta));
+  *s = static_cast<float>(std::sin(theta));
+}
+
+void RmsNorm(const float* x, const float* w, float* out, size_t rows, size_t d, float eps) {
+  for (size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (size_t i = 0; i < d; ++i) ss += static_cast<double>(x[r * d + i]) * x[r * d + i];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d) + eps);
+    for (size_t i = 0; i < d; ++i) out[r * d + i] = static_cast<float>(x[r * d + i] * inv * w[i]);
+  }
+}
+
+void Rope(float* x, size_t n_tok, size_t row_stride, size_t n_head, size_t head_dim,
+          const int32_t* pos, float freq_base, RopeLayout layout) {
+  const size_t half = head_dim / 2;
+  for (size_t t = 0; t < n_tok; ++t) {
+    for (size_t h = 0; h < n_head; ++h) {
+      float* v = x + t * row_stride + h * head_dim;
+      for (size_t i = 0; i < half; ++i) {
+        float c, s;
+        RopeCosSin(pos[t], i, head_dim, freq_base, &c, &s);
+        const size_t i0 = layout == RopeLayout::kNormal ? 2 * i : i;
+        const size_t i1 = layout == RopeLayout::kNormal ? 2 * i + 1 : i + half;
+        const float x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * c - x1 * s;
+        v[i1] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+
+void SwiGlu(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+void Softmax(float* x, size_t n) {
+  if (n == 0) return;
+  double m = x[0];
+  for (size_t i = 1; i < n; ++i) m = std::max(m, static_cast<double>(x[i]));
+  double sum = 0;
+  std::vector<double> e(n);
+  for (size_t i = 0; i < n; ++i) sum += e[i] = std::exp(x[i] - m);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(e[i] / sum);
+}
+
+void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+               size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+               float scale, float* out, size_t out_stride) {
+  const size_t group = n_head / n_kv_head;
+  std::vector<double> p(n_kv);
+  for (size_t t = 0; t < n_q; ++t) {
+    for (size_t h = 0; h < n_head; ++h) {
+      const float* qh = q + t * q_stride + h * head_dim;
+      const size_t g = h / group;
+      double m = -std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < n_kv; ++j) {  // pass 1: scores and their max
+        const float* kj = k + j * kv_stride + g * head_dim;
+        double dot = 0;
+        for (size_t i = 0; i < head_dim; ++i) dot += static_cast<double>(qh[i]) * kj[i];
+        p[j] = dot * scale;
+        m = std::max(m, p[j]);
+      }
+      double sum = 0;
+      for (size_t j = 0; j < n_kv; ++j) sum += p[j] = std::exp(p[j] - m);
+      float* o = out + t * out_stride + h * head_dim;
+      for (size_t i = 0; i < head_dim; ++i) {  // pass 2: normalised weighted sum of v
+        double acc = 0;
+        for (size_t j = 0; j < n_kv; ++j) acc += p[j] * v[j * kv_stride + g * head_dim + i];
+        o[i] = n_kv == 0 ? 0.0f : static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
+void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  auto half_at = [](const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return F32FromF16(h);
+  };
+  switch (type) {
+    case format::TensorType::F32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case format::TensorType::F16:
+      for (size_t i = 0; i < n; ++i) dst[i] = half_at(b + 2 * i);
+      return;
+    case format::TensorType::BF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = F32FromBf16(h);
+      }
+      return;
+    case format::TensorType::Q8_0:
+      for (size_t blk = 0; blk < n / 32; ++blk) {
+        const uint8_t* p = b + blk * 34;
+        const float d = half_at(p);
+        for (size_t j = 0; j < 32; ++j) dst[blk * 32 + j] = d * static_cast<int8_t>(p[2 + j]);
+      }
+      return;
+    case format::TensorType::Q4_0:
+      for (size_t blk = 0; blk < n / 32; ++blk) {
+        const uint8_t* p = b + blk * 18;
+        const float d = half_at(p);
+        for (size_t j = 0; j < 16; ++j) {
+          dst[blk * 32 + j] = d * (static_cast<int>(p[2 + j] & 0x0F) - 8);
+          dst[blk * 32 + j + 16] = d * (static_cast<int>(p[2 + j] >> 4) - 8);
+        }
+      }
+      return;
+    default:
+      throw Error(ErrorKind::kUnsupported, "reference dequantisation: unsupported tensor type " +
+                                               std::to_string(static_cast<uint32_t>(type)));
+  }
+}
+
+void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out) {
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (size_t i = 0; i < in; ++i) acc += static_cast<double>(x[r * in + i]) * w[o * in + i];
+      y[r * out + o] = static_cast<float>(acc);
+    }
+  }
+}
+
+}  // namespace bicache::kernels::ref

@@ -1,0 +1,44 @@
+// Plain scalar twins of the kernels in ops.h / matmul.h, written for clarity, not speed.
+//
+// The tests compare every optimised kernel against these on awkward sizes. They accumulate in
+// double where that is cheap, so they are the more accurate side of every comparison. Rope's
+// angle table (RopeCosSin) is also used by the production kernel so both rotate by bit-identical
+// cos/sin values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/gguf.h"
+#include "kernels/ops.h"
+
+namespace bicache::kernels::ref {
+
+// Scalar conversions. Bf16FromF32 rounds to nearest even and keeps NaN a (quiet) NaN.
+uint16_t Bf16FromF32(float x);
+float F32FromBf16(uint16_t h);
+float F32FromF16(uint16_t h);  // IEEE binary16 incl. subnormals, inf and NaN
+
+// The rotation angle of pair i at position pos, computed in double: pos * base^(-2i/head_dim).
+// Writes float cos/sin of it. Shared with the fast Rope so both use the same table values.
+void RopeCosSin(int64_t pos, size_t i, size_t head_dim, double freq_base, float* c, float* s);
+
+void RmsNorm(const float* x, const float* w, float* out, size_t rows, size_t d, float eps);
+void Rope(float* x, size_t n_tok, size_t row_stride, size_t n_head, size_t head_dim,
+          const int32_t* pos, float freq_base, RopeLayout layout);
+void SwiGlu(const float* gate, const float* up, float* out, size_t n);
+void Softmax(float* x, size_t n);
+
+// Naive two-pass attention: all scores of a row, max, exp, normalise, weighted sum of v.
+// Same argument meaning as kernels::Attention. Memory O(n_kv) per row.
+void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+               size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+               float scale, float* out, size_t out_stride);
+
+// Block-by-block dequantisation (same contract as kernels::DequantizeRow).
+void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n);
+
+// y[n, out] = x[n, in] * W^T with W: [out, in] float32, accumulated in double.
+void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out);
+
+}  // namespace bicache::kernels::ref

@@ -1,0 +1,89 @@
+#include "model/config.h"
+
+#include <string>
+
+namespace bicache::model {
+namespace {
+
+// Upper bounds that keep metadata from being used as an unchecked size (bug class 4): generous
+// for any published model, small enough that products of them cannot overflow.
+constexpr uint64_t kMaxLayers = 1024;
+constexpr uint64_t kMaxDim = 1u << 17;
+constexpr uint64_t kMaxHeads = 4096;
+constexpr uint64_t kMaxContext = 1u << 24;
+
+[[noreturn]] void Fail(const std::string& msg) { throw Error(ErrorKind::kModel, msg); }
+
+int ReadBounded(const format::GgufFile& f, const std::string& key, uint64_t lo, uint64_t hi) {
+  uint64_t v = f.GetUInt(key);
+  if (v < lo || v > hi) {
+    Fail("metadata key '" + key + "' = " + std::to_string(v) + " is out of range [" +
+         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const char* ArchName(Arch arch) { return arch == Arch::kLlada ? "llada" : "dream"; }
+
+ModelConfig ReadConfig(const format::GgufFile& f) {
+  ModelConfig c;
+  const std::string arch = f.GetString("general.architecture");
+  if (arch == "llada") {
+    c.arch = Arch::kLlada;
+    c.rope_layout = kernels::RopeLayout::kNormal;
+  } else if (arch == "dream") {
+    c.arch = Arch::kDream;
+    c.rope_layout = kernels::RopeLayout::kNeox;
+  } else {
+    throw Error(ErrorKind::kUnsupported, "unsupported architecture '" + arch +
+                                             "' (general.architecture); supported: llada, dream");
+  }
+  const std::string p = arch + ".";
+  c.name = f.GetStringOr("general.name").value_or(arch);
+  c.n_layer = ReadBounded(f, p + "block_count", 1, kMaxLayers);
+  c.d_model = ReadBounded(f, p + "embedding_length", 2, kMaxDim);
+  c.n_head = ReadBounded(f, p + "attention.head_count", 1, kMaxHeads);
+  c.n_kv_head = f.Has(p + "attention.head_count_kv")
+                    ? ReadBounded(f, p + "attention.head_count_kv", 1, kMaxHeads)
+                    : c.n_head;
+  c.d_ff = ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4);
+  c.context_length = ReadBounded(f, p + "context_length", 1, kMaxContext);
+  const double eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon");
+  if (!(eps > 0 && eps < 1)) Fail("metadata key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1)");
+  c.rms_eps = static_cast<float>(eps);
+  const double base = f.GetFloatOr(p + "rope.freq_base").value_or(10000.0);
+  if (!(base > 1 && base < 1e12)) Fail("metadata key '" + p + "rope.freq_base' must be in (1, 1e12)");
+  c.rope_base = static_cast<float>(base);
+
+  if (c.d_model % c.n_head != 0) {
+    Fail(p + "embedding_length (" + std::to_string(c.d_model) +
+         ") is not a multiple of attention.head_count (" + std::to_string(c.n_head) + ")");
+  }
+  if (c.n_head % c.n_kv_head != 0) {
+    Fail(p + "attention.head_count (" + std::to_string(c.n_head) +
+         ") is not a multiple of attention.head_count_kv (" + std::to_string(c.n_kv_head) + ")");
+  }
+  c.head_dim = c.d_model / c.n_head;
+  if (c.head_dim % 2 != 0) Fail("head dimension " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
+  if (auto rope_dim = f.GetUIntOr(p + "rope.dimension_count")) {
+    if (*rope_dim != static_cast<uint64_t>(c.head_dim)) {
+      Fail("metadata key '" + p + "rope.dimension_count' = " + std::to_string(*rope_dim) +
+           " differs from the head dimension " + std::to_string(c.head_dim) +
+           " (partial RoPE is not supported)");
+    }
+  }
+  if (auto causal = f.GetBoolOr(p + "attention.causal"); causal && *causal) {
+    throw Error(ErrorKind::kUnsupported, "metadata key '" + p +
+                                             "attention.causal' is true: bicache runs bidirectional diffusion models only");
+  }
+  c.shift_logits = f.GetBoolOr("diffusion.shift_logits").value_or(c.arch == Arch::kDream);
+  auto mask = f.GetUIntOr("tokenizer.ggml.mask_token_id");
+  if (!mask) Fail("metadata key 'tokenizer.ggml.mask_token_id' is missing: a diffusion model needs a mask token");
+  if (*mask > static_cast<uint64_t>(INT32_MAX)) Fail("metadata key 'tokenizer.ggml.mask_token_id' is out of range");
+  c.mask_token_id = static_cast<int32_t>(*mask);
+  return c;
+}
+
+}  // namespace bicache::model

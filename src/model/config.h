@@ -1,0 +1,41 @@
+// Model hyper-parameters read from GGUF metadata (architectures `llada` and `dream`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "format/gguf.h"
+#include "kernels/ops.h"
+
+namespace bicache::model {
+
+enum class Arch { kLlada, kDream };
+const char* ArchName(Arch arch);
+
+struct ModelConfig {
+  Arch arch = Arch::kLlada;
+  std::string name;            // general.name, or the architecture name
+  int n_layer = 0;             // {arch}.block_count
+  int d_model = 0;             // {arch}.embedding_length
+  int n_head = 0;              // {arch}.attention.head_count
+  int n_kv_head = 0;           // {arch}.attention.head_count_kv (default n_head)
+  int head_dim = 0;            // d_model / n_head
+  int d_ff = 0;                // {arch}.feed_forward_length
+  int n_vocab = 0;             // rows of token_embd
+  int context_length = 0;      // {arch}.context_length
+  float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
+  float rope_base = 10000.0f;  // {arch}.rope.freq_base
+  kernels::RopeLayout rope_layout = kernels::RopeLayout::kNormal;  // llada normal, dream neox
+  bool shift_logits = false;   // diffusion.shift_logits; absent: false for llada, true for dream
+  int32_t mask_token_id = -1;  // tokenizer.ggml.mask_token_id (required)
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_kv_head * head_dim; }
+};
+
+// Reads and validates the configuration. Throws Error(kUnsupported) for another architecture and
+// Error(kModel) naming the key for a missing or out-of-range value. `n_vocab` is filled later
+// from the embedding tensor by the weight loader.
+ModelConfig ReadConfig(const format::GgufFile& file);
+
+}  // namespace bicache::model

@@ -1,0 +1,300 @@
+#include "model/forward.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/ops.h"
+#include "util/error.h"
+
+namespace bicache::model {
+namespace {
+
+// Row layout of the stacked activations at one layer: sequence s owns rows
+// [row_begin[s], row_begin[s] + (pos_end[s] - pos_begin[s])), holding absolute positions
+// pos_begin[s] .. pos_end[s]-1 in order.
+struct Layout {
+  std::vector<int> row_begin, pos_begin, pos_end;
+  int rows = 0;
+};
+
+struct SeqView {
+  const SeqPlan* plan;
+  int n;             // sequence length
+  int cb, ce;        // compute range in layers < partial_depth
+};
+
+[[noreturn]] void BadPlan(size_t s, const std::string& what) {
+  throw Error(ErrorKind::kInvalidArgument, "forward plan of sequence " + std::to_string(s) + ": " + what);
+}
+
+std::vector<SeqView> Validate(const ModelConfig& c, std::span<const SeqPlan> plans) {
+  std::vector<SeqView> seqs;
+  for (size_t s = 0; s < plans.size(); ++s) {
+    const SeqPlan& p = plans[s];
+    const int n = static_cast<int>(p.tokens.size());
+    if (n <= 0) BadPlan(s, "no tokens");
+    if (n > c.context_length) {
+      BadPlan(s, std::to_string(n) + " tokens exceed the model's context length of " +
+                     std::to_string(c.context_length));
+    }
+    for (int32_t t : p.tokens) {
+      if (t < 0 || t >= c.n_vocab) BadPlan(s, "token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+    SeqView v{&p, n, p.compute_begin, p.compute_end < 0 ? n : p.compute_end};
+    if (p.partial_depth < 0 || p.partial_depth > c.n_layer) BadPlan(s, "partial_depth out of range");
+    if (v.cb < 0 || v.cb >= v.ce || v.ce > n) BadPlan(s, "compute range is empty or outside the sequence");
+    const bool partial = p.partial_depth > 0 && (v.cb != 0 || v.ce != n);
+    if (!partial) { v.cb = 0; v.ce = n; }
+    if (partial) {
+      if (!p.kv_in || p.kv_in->n_tok != n) BadPlan(s, "kv_in missing or of a different length");
+      for (int l = 0; l < p.partial_depth; ++l) {
+        const LayerKv& kv = p.kv_in->layers.at(l);
+        if (kv.k.size() != static_cast<size_t>(n) * c.kv_dim() || kv.v.size() != kv.k.size()) {
+          BadPlan(s, "kv_in has no K/V for layer " + std::to_string(l));
+        }
+      }
+      if (p.partial_depth < c.n_layer &&
+          p.kv_in->hidden.at(p.partial_depth).size() != static_cast<size_t>(n) * c.d_model) {
+        BadPlan(s, "kv_in has no hidden state at layer " + std::to_string(p.partial_depth));
+      }
+    }
+    if (p.logits_end > p.logits_begin) {
+      if (!p.logits) BadPlan(s, "logits buffer missing");
+      if (p.logits_begin < 0 || p.logits_end > n) BadPlan(s, "logits rows outside the sequence");
+      const bool all_at_end = p.partial_depth < c.n_layer || !partial;
+      if (!all_at_end && (p.logits_begin < v.cb || p.logits_end > v.ce)) {
+        BadPlan(s, "logits requested for rows that are not computed");
+      }
+    }
+    if (p.kv_out) {
+      if (p.capture_kv_layers < 0 || p.capture_kv_layers > c.n_layer ||
+          p.capture_hidden_max < 0 || p.capture_hidden_max > c.n_layer) {
+        BadPlan(s, "capture range out of bounds");
+      }
+      if (p.kv_out->n_tok != n || static_cast<int>(p.kv_out->layers.size()) != c.n_layer ||
+          static_cast<int>(p.kv_out->hidden.size()) != c.n_layer + 1) {
+        BadPlan(s, "kv_out not Reset() for this sequence");
+      }
+    }
+    seqs.push_back(v);
+  }
+  return seqs;
+}
+
+Layout MakeLayout(const std::vector<SeqView>& seqs, int layer) {
+  Layout L;
+  for (const SeqView& v : seqs) {
+    const bool partial = layer < v.plan->partial_depth;
+    L.row_begin.push_back(L.rows);
+    L.pos_begin.push_back(partial ? v.cb : 0);
+    L.pos_end.push_back(partial ? v.ce : v.n);
+    L.rows += L.pos_end.back() - L.pos_begin.back();
+  }
+  return L;
+}
+
+// Runs fn(begin, end) over [0, rows) in OpenMP chunks.
+template <typename Fn>
+void ParallelRows(int rows, Fn fn) {
+  const int threads = std::max(1, std::min(omp_get_max_threads(), rows / 8 + 1));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const int b = static_cast<int>(static_cast<int64_t>(rows) * t / threads);
+    const int e = static_cast<int>(static_cast<int64_t>(rows) * (t + 1) / threads);
+    if (b < e) fn(b, e);
+  }
+}
+
+void Project(const kernels::Linear& w, const float* x, int rows, float* y, ForwardStats* st) {
+  w.Forward(x, rows, y);
+  st->matmul_flops += 2.0 * rows * w.in() * w.out();
+}
+
+void CopyRows(float* dst, const float* src, int rows, int width) {
+  std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(rows) * width);
+}
+
+}  // namespace
+
+void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* stats_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelConfig& c = model.config();
+  const std::vector<SeqView> seqs = Validate(c, plans);
+  ForwardStats st;
+  const int d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), ff = c.d_ff, hd = c.head_dim;
+  int max_rows = 0;
+  for (const SeqView& v : seqs) max_rows += v.n;
+
+  // Activation buffers, sized for the largest layout (every token of every sequence).
+  std::vector<float> x(static_cast<size_t>(max_rows) * d);     // [rows, d] residual stream
+  std::vector<float> h(static_cast<size_t>(max_rows) * d);     // [rows, d] normed input
+  std::vector<float> q(static_cast<size_t>(max_rows) * qd);    // [rows, q_dim]
+  std::vector<float> k(static_cast<size_t>(max_rows) * kvd);   // [rows, kv_dim]
+  std::vector<float> v(static_cast<size_t>(max_rows) * kvd);   // [rows, kv_dim]
+  std::vector<float> att(static_cast<size_t>(max_rows) * qd);  // [rows, q_dim]
+  std::vector<float> gate(static_cast<size_t>(max_rows) * ff); // [rows, d_ff]
+  std::vector<float> up(static_cast<size_t>(max_rows) * ff);   // [rows, d_ff]
+  std::vector<float> qkv;                                      // [rows, q+2kv] fused Dream form
+  std::vector<int32_t> pos(max_rows);                          // [rows] absolute positions
+  std::vector<float> k_full, v_full;                           // [n, kv_dim] per-sequence scratch
+
+  // ---- embedding ----
+  Layout lay = MakeLayout(seqs, 0);
+  ParallelRows(lay.rows, [&](int b, int e) {
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p) {
+        const int r = lay.row_begin[s] + p - lay.pos_begin[s];
+        if (r >= b && r < e) model.Embed(seqs[s].plan->tokens[p], &x[static_cast<size_t>(r) * d]);
+      }
+    }
+  });
+
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& w = model.layers()[l];
+    // ---- rejoin: sequences whose partial layers end here grow to every token ----
+    Layout next = MakeLayout(seqs, l);
+    if (next.rows != lay.rows) {
+      std::vector<float> nx(static_cast<size_t>(next.rows) * d);
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
+          float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
+          if (p >= lay.pos_begin[s] && p < lay.pos_end[s]) {
+            CopyRows(dst, &x[static_cast<size_t>(lay.row_begin[s] + p - lay.pos_begin[s]) * d], 1, d);
+          } else {
+            CopyRows(dst, &seqs[s].plan->kv_in->hidden[l][static_cast<size_t>(p) * d], 1, d);
+          }
+        }
+      }
+      std::copy(nx.begin(), nx.end(), x.begin());
+    }
+    lay = std::move(next);
+    const int R = lay.rows;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p) pos[lay.row_begin[s] + p - lay.pos_begin[s]] = p;
+    }
+    // ---- capture hidden inputs of this layer ----
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const SeqPlan& p = *seqs[s].plan;
+      if (!p.kv_out || l < 1 || l > p.capture_hidden_max) continue;
+      auto& dst = p.kv_out->hidden[l];
+      dst.resize(static_cast<size_t>(seqs[s].n) * d);
+      CopyRows(&dst[static_cast<size_t>(lay.pos_begin[s]) * d], &x[static_cast<size_t>(lay.row_begin[s]) * d],
+               lay.pos_end[s] - lay.pos_begin[s], d);
+    }
+    st.token_layers += R;
+
+    // ---- attention block ----
+    ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
+    if (w.fused_qkv) {
+      qkv.resize(static_cast<size_t>(R) * (qd + 2 * kvd));
+      Project(w.wqkv, h.data(), R, qkv.data(), &st);
+      const int W = qd + 2 * kvd;
+      ParallelRows(R, [&](int b, int e) {
+        for (int r = b; r < e; ++r) {
+          CopyRows(&q[(size_t)r * qd], &qkv[(size_t)r * W], 1, qd);
+          CopyRows(&k[(size_t)r * kvd], &qkv[(size_t)r * W + qd], 1, kvd);
+          CopyRows(&v[(size_t)r * kvd], &qkv[(size_t)r * W + qd + kvd], 1, kvd);
+        }
+      });
+    } else {
+      Project(w.wq, h.data(), R, q.data(), &st);
+      Project(w.wk, h.data(), R, k.data(), &st);
+      Project(w.wv, h.data(), R, v.data(), &st);
+    }
+    if (!w.bq.empty()) {
+      ParallelRows(R, [&](int b, int e) {
+        kernels::AddBiasRows(&q[(size_t)b * qd], w.bq.data(), e - b, qd);
+        kernels::AddBiasRows(&k[(size_t)b * kvd], w.bk.data(), e - b, kvd);
+        kernels::AddBiasRows(&v[(size_t)b * kvd], w.bv.data(), e - b, kvd);
+      });
+    }
+    ParallelRows(R, [&](int b, int e) {
+      kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &pos[b], c.rope_base, c.rope_layout);
+      kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &pos[b], c.rope_base, c.rope_layout);
+    });
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const SeqPlan& p = *seqs[s].plan;
+      const int n = seqs[s].n, pb = lay.pos_begin[s], pe = lay.pos_end[s], rb = lay.row_begin[s];
+      const float* ks = &k[(size_t)rb * kvd];
+      const float* vs = &v[(size_t)rb * kvd];
+      if (pe - pb != n) {
+        // Partial layer: stitch the computed rows into the sequence's cached K/V.
+        const LayerKv& in = p.kv_in->layers[l];
+        k_full = in.k;
+        v_full = in.v;
+        CopyRows(&k_full[(size_t)pb * kvd], ks, pe - pb, kvd);
+        CopyRows(&v_full[(size_t)pb * kvd], vs, pe - pb, kvd);
+        ks = k_full.data();
+        vs = v_full.data();
+      }
+      kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head, hd,
+                         scale, &att[(size_t)rb * qd], qd);
+      st.attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
+      if (p.kv_out && l < p.capture_kv_layers) {
+        LayerKv& out = p.kv_out->layers[l];
+        out.k.resize(static_cast<size_t>(n) * kvd);
+        out.v.resize(static_cast<size_t>(n) * kvd);
+        CopyRows(&out.k[(size_t)pb * kvd], &k[(size_t)rb * kvd], pe - pb, kvd);
+        CopyRows(&out.v[(size_t)pb * kvd], &v[(size_t)rb * kvd], pe - pb, kvd);
+      }
+    }
+    Project(w.wo, att.data(), R, h.data(), &st);
+    ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
+
+    // ---- feed-forward block (SwiGLU) ----
+    ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
+    Project(w.w_gate, h.data(), R, gate.data(), &st);
+    Project(w.w_up, h.data(), R, up.data(), &st);
+    ParallelRows(R, [&](int b, int e) { kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff], (size_t)(e - b) * ff); });
+    Project(w.w_down, gate.data(), R, h.data(), &st);
+    ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
+  }
+
+  // ---- capture the last layer's output if asked (hidden[n_layer]) ----
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const SeqPlan& p = *seqs[s].plan;
+    if (!p.kv_out || p.capture_hidden_max < c.n_layer) continue;
+    auto& dst = p.kv_out->hidden[c.n_layer];
+    dst.resize(static_cast<size_t>(seqs[s].n) * d);
+    CopyRows(&dst[(size_t)lay.pos_begin[s] * d], &x[(size_t)lay.row_begin[s] * d], lay.pos_end[s] - lay.pos_begin[s], d);
+  }
+
+  // ---- output head on the requested rows only ----
+  int out_rows = 0;
+  for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
+  if (out_rows > 0) {
+    std::vector<float> sel(static_cast<size_t>(out_rows) * d);                  // [out_rows, d]
+    std::vector<float> logits(static_cast<size_t>(out_rows) * c.n_vocab);       // [out_rows, V]
+    int r = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const SeqPlan& p = *seqs[s].plan;
+      for (int i = p.logits_begin; i < p.logits_end; ++i, ++r) {
+        CopyRows(&sel[(size_t)r * d], &x[(size_t)(lay.row_begin[s] + i - lay.pos_begin[s]) * d], 1, d);
+      }
+    }
+    ParallelRows(out_rows, [&](int b, int e) { kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b, d, c.rms_eps); });
+    Project(model.output(), sel.data(), out_rows, logits.data(), &st);
+    r = 0;
+    for (const SeqView& s : seqs) {
+      const SeqPlan& p = *s.plan;
+      const int rows = std::max(0, p.logits_end - p.logits_begin);
+      if (rows > 0) CopyRows(p.logits, &logits[(size_t)r * c.n_vocab], rows, c.n_vocab);
+      r += rows;
+    }
+  }
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stats_out) {
+    stats_out->token_layers += st.token_layers;
+    stats_out->matmul_flops += st.matmul_flops;
+    stats_out->attention_flops += st.attention_flops;
+    stats_out->seconds += st.seconds;
+  }
+}
+
+}  // namespace bicache::model

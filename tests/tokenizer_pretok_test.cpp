@@ -1,0 +1,98 @@
+// Pre-tokenizer splits for each named regex. Expected pieces were worked out by hand from the
+// pattern definitions (alternatives tried left to right at each position, greedy with
+// backtracking); the comments give the deciding alternative.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tokenizer/pretokenizer.h"
+#include "util/error.h"
+
+namespace bicache::tokenizer {
+namespace {
+
+using Pieces = std::vector<std::string>;
+
+Pieces Split(const char* pre, std::string_view text) {
+  PreTokenizer p(pre);
+  Pieces out;
+  std::string joined;
+  for (std::string_view s : p.Split(text)) {
+    out.emplace_back(s);
+    joined += s;
+  }
+  EXPECT_EQ(joined, text) << "pieces must cover the input exactly";
+  return out;
+}
+
+TEST(PreTokenizer, NamesAndAliases) {
+  EXPECT_EQ(PreTokenizer("default").kind(), "gpt2");
+  EXPECT_EQ(PreTokenizer("gpt2").kind(), "gpt2");
+  EXPECT_EQ(PreTokenizer("llama-bpe").kind(), "llama3");
+  EXPECT_EQ(PreTokenizer("llama3").kind(), "llama3");
+  EXPECT_EQ(PreTokenizer("llada").kind(), "llama3");
+  EXPECT_EQ(PreTokenizer("qwen2").kind(), "qwen2");
+  EXPECT_TRUE(PreTokenizer("llama-bpe").ignore_merges());
+  EXPECT_FALSE(PreTokenizer("qwen2").ignore_merges());
+  try {
+    PreTokenizer p("deepseek-llm");
+    FAIL() << "unknown pre-tokenizer accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("deepseek-llm"), std::string::npos);
+  }
+}
+
+TEST(PreTokenizer, Gpt2) {
+  // Contractions are lowercase only; a space joins the following word/number/punctuation; of a
+  // whitespace run before a word, all but the last char form \s+(?!\S).
+  EXPECT_EQ(Split("gpt2", "Hello world's 123 foo!!  bar\n\n baz"),
+            (Pieces{"Hello", " world", "'s", " 123", " foo", "!!", " ", " bar", "\n\n", " baz"}));
+  // "'VE" is not a (case-sensitive) contraction: "'" is punctuation, "VE" letters; numbers stay
+  // whole; ",\n\n " : "," then whitespace "\n\n " (up to the space before "ok").
+  EXPECT_EQ(Split("gpt2", "I'VE 12345 apples,\n\n  ok  \n"),
+            (Pieces{"I", "'", "VE", " 12345", " apples", ",", "\n\n ", " ok", "  \n"}));
+  // Whitespace before a newline: " " (followed by \n, a space) then "\n" (followed by 'b').
+  EXPECT_EQ(Split("gpt2", "a \nb"), (Pieces{"a", " ", "\n", "b"}));
+  // \p{L} is Unicode-aware (UCP); "$" is not a letter so it stands alone.
+  EXPECT_EQ(Split("gpt2", "$hello 日本語 café"), (Pieces{"$", "hello", " 日本語", " café"}));
+}
+
+TEST(PreTokenizer, Llama3) {
+  // Case-insensitive contractions; digits in groups of at most three; punctuation takes the
+  // newlines after it; " " before a digit is a lone whitespace piece.
+  EXPECT_EQ(Split("llama-bpe", "I'VE 12345 apples,\n\n  ok  \n"),
+            (Pieces{"I", "'VE", " ", "123", "45", " apples", ",\n\n", " ", " ok", "  \n"}));
+  EXPECT_EQ(Split("llama3", "Hello world's 123 foo!!  bar\n\n baz"),
+            (Pieces{"Hello", " world", "'s", " ", "123", " foo", "!!", " ", " bar", "\n\n",
+                    " baz"}));
+  // \s*[\r\n]+ keeps spaces together with the newline that follows them.
+  EXPECT_EQ(Split("llama3", "a \nb"), (Pieces{"a", " \n", "b"}));
+  EXPECT_EQ(Split("llama3", "x  \n\n  y"), (Pieces{"x", "  \n\n", " ", " y"}));
+  // One leading non-letter, non-digit, non-newline char joins a letter run.
+  EXPECT_EQ(Split("llama3", "$hello 日本語 café"), (Pieces{"$hello", " 日本語", " café"}));
+  EXPECT_EQ(Split("llama3", "1234567"), (Pieces{"123", "456", "7"}));
+}
+
+TEST(PreTokenizer, Qwen2) {
+  // As LLaMA-3, but every digit is its own piece.
+  EXPECT_EQ(Split("qwen2", "I'VE 12345 apples,\n\n  ok  \n"),
+            (Pieces{"I", "'VE", " ", "1", "2", "3", "4", "5", " apples", ",\n\n", " ", " ok",
+                    "  \n"}));
+  EXPECT_EQ(Split("qwen2", "a \nb"), (Pieces{"a", " \n", "b"}));
+  EXPECT_EQ(Split("qwen2", "$hello 日本語 café"), (Pieces{"$hello", " 日本語", " café"}));
+  EXPECT_EQ(Split("qwen2", "we'll"), (Pieces{"we", "'ll"}));
+}
+
+TEST(PreTokenizer, InvalidUtf8BytesBecomeTheirOwnPieces) {
+  for (const char* pre : {"gpt2", "llama3", "qwen2"}) {
+    EXPECT_EQ(Split(pre, "ab\xFF" "cd"), (Pieces{"ab", "\xFF", "cd"})) << pre;
+    EXPECT_EQ(Split(pre, "\xC3"), (Pieces{"\xC3"})) << pre;
+  }
+}
+
+TEST(PreTokenizer, EmptyInput) { EXPECT_TRUE(Split("gpt2", "").empty()); }
+
+}  // namespace
+}  // namespace bicache::tokenizer

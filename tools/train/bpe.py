@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Byte-level BPE tokenizer (GPT-2 style) for the embedded tiny DLM.
+
+Layout of the vocabulary (ids):
+  0..255            one token per byte; token string = GPT-2 bytes_to_unicode()[byte]
+  256..256+M-1      merges in rank order (token string = concatenation of the pair)
+  256+M..V-1        control tokens (type 3), never produced by merges, matched
+                    as whole strings in text before pre-tokenization:
+                    <|pad|> <|bos|> <|eos|> <|eot|> <|mask|> <|system|> <|user|> <|assistant|>
+
+Encoding = standard GPT-2 BPE:
+  1. split the text on control-token strings (leftmost match, longest first);
+  2. pre-tokenize each remaining chunk with the GPT-2 regex
+     's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+  3. map each pre-token's UTF-8 bytes through bytes_to_unicode;
+  4. repeatedly merge the adjacent pair with the lowest merge rank (all its
+     occurrences, left to right) until no pair has a rank;
+  5. look the resulting strings up in the vocabulary.
+
+JSON file: {"model": "gpt2", "pre": "gpt2", "tokens": [...], "token_types": [...],
+            "merges": ["a b", ...], "special": {"<|pad|>": id, ...}}
+"""
+import argparse
+import collections
+import json
+
+import regex as re
+
+GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|eot|>", "<|mask|>", "<|system|>", "<|user|>", "<|assistant|>"]
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+BYTE_ENC = bytes_to_unicode()
+BYTE_DEC = {v: k for k, v in BYTE_ENC.items()}
+_pat = re.compile(GPT2_PAT)
+
+
+def pretokenize(text):
+    return _pat.findall(text)
+
+
+def train_bpe(texts, vocab_size=2048, min_freq=2):
+    counts = collections.Counter()
+    for t in texts:
+        for chunk in split_specials(t, SPECIALS):
+            if chunk in SPECIALS:
+                continue
+            for p in pretokenize(chunk):
+                counts["".join(BYTE_ENC[b] for b in p.encode("utf-8"))] += 1
+    words = [list(w) for w in counts]
+    freqs = [counts[w] for w in counts]
+    n_merges = vocab_size - 256 - len(SPECIALS)
+    merges = []
+    pair_counts = collections.Counter()
+    where = collections.defaultdict(set)
+    for i, w in enumerate(words):
+        for a, b in zip(w, w[1:]):
+            pair_counts[(a, b)] += freqs[i]
+            where[(a, b)].add(i)
+    while len(merges) < n_merges and pair_counts:
+        # best pair: highest count, ties broken lexicographically (deterministic)
+        best = max(pair_counts.items(), key=lambda kv: (kv[1], kv[0]))
+        (a, b), c = best
+        if c < min_freq:
+            break
+        merges.append((a, b))
+        new = a + b
+        for i in list(where[(a, b)]):
+            w = words[i]
+            f = freqs[i]
+            for x, y in zip(w, w[1:]):
+                pair_counts[(x, y)] -= f
+                if pair_counts[(x, y)] <= 0:
+                    del pair_counts[(x, y)]
+            out = []
+            j = 0
+            while j < len(w):
+                if j < len(w) - 1 and w[j] == a and w[j + 1] == b:
+                    out.append(new)
+                    j += 2
+                else:
+                    out.append(w[j])
+                    j += 1
+            words[i] = out
+            for x, y in zip(out, out[1:]):
+                pair_counts[(x, y)] += f
+                where[(x, y)].add(i)
+        where.pop((a, b), None)
+    tokens = [BYTE_ENC[b] for b in range(256)] + [a + b for a, b in merges]
+    # a merge result could (in principle) duplicate a token string; keep unique
+    assert len(set(tokens)) == len(tokens), "duplicate token string"
+    types = [1] * len(tokens)
+    special = {}
+    for s in SPECIALS:
+        special[s] = len(tokens)
+        tokens.append(s)
+        types.append(3)
+    return {"model": "gpt2", "pre": "gpt2", "tokens": tokens, "token_types": types,
+            "merges": ["%s %s" % m for m in merges], "special": special}
+
+
+def split_specials(text, specials):
+    if not specials:
+        return [text]
+    pat = "(" + "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True)) + ")"
+    return [c for c in re.split(pat, text) if c != ""]
+
+
+class Tokenizer:
+    def __init__(self, d):
+        self.d = d
+        self.tokens = d["tokens"]
+        self.vocab = {t: i for i, t in enumerate(self.tokens)}
+        self.ranks = {tuple(m.split(" ")): i for i, m in enumerate(d["merges"])}
+        self.special = d["special"]
+        self.specials = list(self.special)
+        self.cache = {}
+        for k, v in self.special.items():
+            setattr(self, k.strip("<|>") + "_id", v)
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls(json.load(f))
+
+    @property
+    def n_vocab(self):
+        return len(self.tokens)
+
+    def _bpe(self, word):
+        if word in self.cache:
+            return self.cache[word]
+        w = list(word)
+        while len(w) > 1:
+            best = None
+            br = None
+            for p in zip(w, w[1:]):
+                r = self.ranks.get(p)
+                if r is not None and (br is None or r < br):
+                    br, best = r, p
+            if best is None:
+                break
+            a, b = best
+            out = []
+            j = 0
+            while j < len(w):
+                if j < len(w) - 1 and w[j] == a and w[j + 1] == b:
+                    out.append(a + b)
+                    j += 2
+                else:
+                    out.append(w[j])
+                    j += 1
+            w = out
+        ids = [self.vocab[x] for x in w]
+        self.cache[word] = ids
+        return ids
+
+    def encode(self, text, allow_special=True):
+        ids = []
+        chunks = split_specials(text, self.specials) if allow_special else [text]
+        for c in chunks:
+            if allow_special and c in self.special:
+                ids.append(self.special[c])
+                continue
+            for p in pretokenize(c):
+                ids += self._bpe("".join(BYTE_ENC[b] for b in p.encode("utf-8")))
+        return ids
+
+    def decode(self, ids, skip_special=False):
+        out = bytearray()
+        for i in ids:
+            t = self.tokens[i]
+            if self.d["token_types"][i] == 3:
+                if not skip_special:
+                    out += t.encode("utf-8")
+            else:
+                out += bytes(BYTE_DEC[ch] for ch in t)
+        return out.decode("utf-8", errors="replace")
+
+
+def corpus_texts(n_groups=6000, seed=99):
+    """Text the tokenizer is trained on: suite prefixes/prompts/answers."""
+    import random
+    import suite
+    import format as fmt
+    rng = random.Random(seed)
+    ts = suite.TrainStream(seed)
+    texts = []
+    for g in range(n_groups):
+        fam = suite.FAMILIES[g % 3]
+        p, qs = ts.group(fam, 4, facts=(1, 32), n_preamble=rng.choice([0, 0, 1, 3]))
+        texts.append(p)
+        for q, a in qs:
+            texts.append(q)
+            texts.append(fmt.answer_text(a))
+            texts.append("\n" + fmt.answer_text(a))
+    # make sure every name/value (with and without a leading space) is covered
+    for w in suite.NAMES + suite.VALUES + suite.ATTR_NAMES:
+        texts += [" " + w] * 5 + [w] * 3
+    for n in range(0, 100):
+        texts += [" %d" % n] * 3
+    return texts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="tools/train/tokenizer.json")
+    ap.add_argument("--vocab", type=int, default=2048)
+    args = ap.parse_args()
+    import suite
+    tok_d = train_bpe(corpus_texts(), args.vocab)
+    with open(args.out, "w") as f:
+        json.dump(tok_d, f, ensure_ascii=False)
+    tok = Tokenizer(tok_d)
+    bad = [w for w in suite.NAMES + suite.VALUES if len(tok.encode(" " + w)) != 1]
+    print("vocab", tok.n_vocab, "merges", len(tok_d["merges"]), "non-single-token names/values:", bad)
+    assert not bad
+    for w in suite.VALUES:
+        assert len(tok.encode(" " + w)) == 1
+    for n in range(100):
+        assert len(tok.encode(" %d" % n)) == 1, n
+    print("specials", tok_d["special"])
+
+
+if __name__ == "__main__":
+    main()

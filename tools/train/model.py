@@ -1,0 +1,119 @@
+"""Tiny LLaDA-architecture masked diffusion LM (bidirectional LLaMA-like).
+
+state_dict names (honoured by tools/gguf_py/export.py export_llada):
+  tok_emb.weight [V,d]; layers.{i}.attn_norm.weight [d]; layers.{i}.wq.weight [H*hd,d];
+  layers.{i}.wk.weight [Hkv*hd,d]; layers.{i}.wv.weight [Hkv*hd,d]; layers.{i}.wo.weight [d,H*hd];
+  layers.{i}.ffn_norm.weight [d]; layers.{i}.w_gate.weight [ff,d]; layers.{i}.w_up.weight [ff,d];
+  layers.{i}.w_down.weight [d,ff]; norm.weight [d]; lm_head.weight [V,d]
+RoPE: HF/LLaMA half-split rotate_half, base rope_base. No causal mask. Logits not shifted.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def default_config(vocab):
+    return {"n_layer": 8, "d_model": 256, "n_head": 4, "n_kv_head": 4, "ff": 704,
+            "vocab": vocab, "rope_base": 10000.0, "eps": 1e-5, "context_length": 1024}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (y * self.weight.float()).to(x.dtype)
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class Layer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, H, Hk = c["d_model"], c["n_head"], c["n_kv_head"]
+        hd = d // H
+        self.H, self.Hk, self.hd = H, Hk, hd
+        self.attn_norm = RMSNorm(d, c["eps"])
+        self.wq = nn.Linear(d, H * hd, bias=False)
+        self.wk = nn.Linear(d, Hk * hd, bias=False)
+        self.wv = nn.Linear(d, Hk * hd, bias=False)
+        self.wo = nn.Linear(H * hd, d, bias=False)
+        self.ffn_norm = RMSNorm(d, c["eps"])
+        self.w_gate = nn.Linear(d, c["ff"], bias=False)
+        self.w_up = nn.Linear(d, c["ff"], bias=False)
+        self.w_down = nn.Linear(c["ff"], d, bias=False)
+
+    def forward(self, x, cos, sin, bias):
+        B, T, _ = x.shape
+        h = self.attn_norm(x)
+        q = self.wq(h).view(B, T, self.H, self.hd).transpose(1, 2)
+        k = self.wk(h).view(B, T, self.Hk, self.hd).transpose(1, 2)
+        v = self.wv(h).view(B, T, self.Hk, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if self.Hk != self.H:
+            rep = self.H // self.Hk
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        att = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.hd))
+        if bias is not None:
+            att = att + bias.to(att.dtype)
+        # softmax in the compute dtype (bf16 under autocast): keeps the [B,H,T,T]
+        # buffers small (glibc mmaps+faults every tensor > 32 MB on each step)
+        att = torch.softmax(att, dim=-1).to(v.dtype)
+        o = torch.matmul(att, v).transpose(1, 2).reshape(B, T, self.H * self.hd)
+        x = x + self.wo(o)
+        h = self.ffn_norm(x)
+        return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
+
+
+class LLaDA(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = dict(c)
+        self.tok_emb = nn.Embedding(c["vocab"], c["d_model"])
+        self.layers = nn.ModuleList([Layer(c) for _ in range(c["n_layer"])])
+        self.norm = RMSNorm(c["d_model"], c["eps"])
+        self.lm_head = nn.Linear(c["d_model"], c["vocab"], bias=False)
+        hd = c["d_model"] // c["n_head"]
+        inv = 1.0 / (c["rope_base"] ** (torch.arange(0, hd, 2).float() / hd))
+        self.register_buffer("inv_freq", inv, persistent=False)
+        self.apply(self._init)
+        for n, p in self.named_parameters():
+            if n.endswith("wo.weight") or n.endswith("w_down.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+
+    def forward(self, ids, key_mask=None, select=None):
+        """ids [B,T]; key_mask [B,T] bool (True = real token) or None.
+        select: optional [B,T] bool; then only logits of those positions ([N,V]) are returned."""
+        B, T = ids.shape
+        pos = torch.arange(T, device=ids.device).float()
+        fr = torch.outer(pos, self.inv_freq)
+        emb = torch.cat((fr, fr), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        bias = None
+        if key_mask is not None:
+            bias = torch.zeros(B, 1, 1, T)
+            bias.masked_fill_(~key_mask[:, None, None, :], float("-inf"))
+        x = self.tok_emb(ids)
+        if key_mask is not None and bool(key_mask.all()):
+            bias = None
+        for l in self.layers:
+            x = l(x, cos, sin, bias)
+        if select is not None:
+            x = x[select]
+        return self.lm_head(self.norm(x))
