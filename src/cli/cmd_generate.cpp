@@ -120,4 +120,6 @@ Runner AddGenerate(CLI::App& app) {
   };
 }
 
+static CommandRegistrar register_generate(AddGenerate, 40);
+
 }  // namespace bicache::cli

@@ -91,4 +91,6 @@ Runner AddInfo(CLI::App& app) {
   };
 }
 
+static CommandRegistrar register_info(AddInfo, 10);
+
 }  // namespace bicache::cli

@@ -82,4 +82,6 @@ Runner AddLogits(CLI::App& app) {
   };
 }
 
+static CommandRegistrar register_logits(AddLogits, 20);
+
 }  // namespace bicache::cli

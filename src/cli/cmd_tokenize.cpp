@@ -37,4 +37,6 @@ Runner AddTokenize(CLI::App& app) {
   };
 }
 
+static CommandRegistrar register_tokenize(AddTokenize, 30);
+
 }  // namespace bicache::cli

@@ -6,15 +6,21 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace bicache::cli {
 
 using Runner = std::function<int()>;
 
-Runner AddInfo(CLI::App& app);
-Runner AddLogits(CLI::App& app);
-Runner AddGenerate(CLI::App& app);
-Runner AddTokenize(CLI::App& app);
+using CommandFactory = Runner (*)(CLI::App& app);
+
+// Each cmd_*.cpp registers its subcommand with a file-scope registrar:
+//   static CommandRegistrar reg(AddInfo, 10);   // order = position in --help
+struct CommandRegistrar {
+  CommandRegistrar(CommandFactory factory, int order);
+};
+// Factories in registration order.
+std::vector<CommandFactory> RegisteredCommands();
 
 // The embedded model: $BICACHE_MODEL, else models/tiny-llada.gguf next to the binary's source
 // tree or install prefix.

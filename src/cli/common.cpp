@@ -1,12 +1,33 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
 #include "cli/commands.h"
 
 namespace bicache::cli {
+namespace {
+
+std::vector<std::pair<int, CommandFactory>>& Registry() {
+  static std::vector<std::pair<int, CommandFactory>> registry;
+  return registry;
+}
+
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(CommandFactory factory, int order) {
+  Registry().emplace_back(order, factory);
+}
+
+std::vector<CommandFactory> RegisteredCommands() {
+  auto entries = Registry();
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<CommandFactory> out;
+  for (const auto& e : entries) out.push_back(e.second);
+  return out;
+}
 
 std::string DefaultModelPath() {
   if (const char* env = std::getenv("BICACHE_MODEL"); env && *env) return env;

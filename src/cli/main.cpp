@@ -16,10 +16,7 @@ int main(int argc, char** argv) {
     auto subs = app.get_subcommands({});
     if (subs.size() > before) runners[subs.back()] = std::move(r);
   };
-  add(bicache::cli::AddInfo);
-  add(bicache::cli::AddLogits);
-  add(bicache::cli::AddGenerate);
-  add(bicache::cli::AddTokenize);
+  for (bicache::cli::CommandFactory f : bicache::cli::RegisteredCommands()) add(f);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
