@@ -124,6 +124,7 @@ RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
     model::ForwardStats st;
     model::Forward(model_, plans, &st);
     req->add_token_layers(st.token_layers);
+    req->add_flops(st.matmul_flops + st.attention_flops);
     req->FinishStep();
     if (on_step) on_step(*req);
   }

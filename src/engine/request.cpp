@@ -113,6 +113,7 @@ RequestResult Request::result() const {
   r.prefix_hit = prefix_hit_;
   r.prefix_ratio = static_cast<double>(r.prefix_used) / n_tokens();
   r.token_layers = token_layers_;
+  r.flops = flops_;
   r.seconds = seconds_;
   return r;
 }

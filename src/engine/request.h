@@ -35,6 +35,7 @@ struct RequestResult {
   bool prefix_hit = false;       // the prefix came from the store (not built for this request)
   double prefix_ratio = 0;       // prefix_used / (prompt + canvas)
   uint64_t token_layers = 0;     // tokens x layers computed, summed over its forwards
+  double flops = 0;              // matmul + attention FLOPs of its forwards (Engine::Run only)
   double seconds = 0;
 };
 
@@ -57,6 +58,7 @@ class Request {
   int n_tokens() const { return static_cast<int>(tokens_.size()); }
   void add_seconds(double s) { seconds_ += s; }
   void add_token_layers(uint64_t n) { token_layers_ += n; }
+  void add_flops(double f) { flops_ += f; }
 
  private:
   const model::Model& model_;
@@ -77,6 +79,7 @@ class Request {
   std::pair<int, int> dual_block_{-1, -1};  // block the dual cache was built for
   int forwards_ = 0;
   uint64_t token_layers_ = 0;
+  double flops_ = 0;
   double seconds_ = 0;
 };
 

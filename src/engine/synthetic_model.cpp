@@ -1,0 +1,92 @@
+#include "engine/synthetic_model.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+
+namespace bicache::engine {
+namespace {
+
+using format::TensorType;
+
+// splitmix64: cheap, seedable, identical on every platform (std:: distributions are not).
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f; }  // [-1, 1)
+};
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) throw Error(ErrorKind::kInvalidArgument, "synthetic model: " + what);
+}
+
+// Adds a matrix W: [out, in] (ne = {in, out}) with entries uniform in +-scale.
+void AddMatrix(format::GgufWriter& w, Rng& rng, const std::string& name, TensorType type, uint64_t in,
+               uint64_t out, float scale) {
+  std::vector<float> v(in * out);
+  for (float& x : v) x = rng.Uniform() * scale;
+  w.AddTensor(name, type, {in, out}, format::EncodeTensor(type, v));
+}
+
+void AddOnes(format::GgufWriter& w, const std::string& name, uint64_t n) {
+  const std::vector<float> v(n, 1.0f);
+  w.AddTensorF32(name, {n}, v);
+}
+
+}  // namespace
+
+std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& s) {
+  Check(s.d_model >= 2 && s.n_head >= 1 && s.n_kv_head >= 1 && s.d_ff >= 1 && s.n_layer >= 1 &&
+            s.n_vocab >= 2 && s.context_length >= 1,
+        "every size must be positive (d_model, n_vocab >= 2)");
+  Check(s.d_model % s.n_head == 0, "d_model " + std::to_string(s.d_model) + " is not a multiple of n_head " +
+                                       std::to_string(s.n_head));
+  Check(s.n_head % s.n_kv_head == 0, "n_head is not a multiple of n_kv_head");
+  Check((s.d_model / s.n_head) % 2 == 0, "head_dim must be even (RoPE)");
+  const bool quant = s.matrix_type == TensorType::Q8_0 || s.matrix_type == TensorType::Q4_0;
+  Check(!quant || (s.d_model % 32 == 0 && s.d_ff % 32 == 0), "quantised matrices need d_model and d_ff multiples of 32");
+
+  const uint64_t d = s.d_model, hd = d / s.n_head, q = d, kv = hd * s.n_kv_head, ff = s.d_ff;
+  format::GgufWriter w;
+  w.SetValue("general.architecture", format::Value::Str("llada"));
+  w.SetValue("general.name", format::Value::Str("synthetic-llada"));
+  w.SetValue("llada.block_count", format::Value::U32(s.n_layer));
+  w.SetValue("llada.embedding_length", format::Value::U32(s.d_model));
+  w.SetValue("llada.attention.head_count", format::Value::U32(s.n_head));
+  w.SetValue("llada.attention.head_count_kv", format::Value::U32(s.n_kv_head));
+  w.SetValue("llada.feed_forward_length", format::Value::U32(s.d_ff));
+  w.SetValue("llada.context_length", format::Value::U32(s.context_length));
+  w.SetValue("llada.attention.layer_norm_rms_epsilon", format::Value::F32(1e-5f));
+  w.SetValue("llada.rope.freq_base", format::Value::F32(10000.0f));
+  w.SetValue("tokenizer.ggml.mask_token_id", format::Value::U32(s.n_vocab - 1));
+
+  Rng rng{s.seed};
+  const float sd = 1.0f / std::sqrt(static_cast<float>(d)), sf = 1.0f / std::sqrt(static_cast<float>(ff));
+  AddMatrix(w, rng, "token_embd.weight", s.matrix_type, d, s.n_vocab, 1.0f);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    AddOnes(w, b + "attn_norm.weight", d);
+    AddMatrix(w, rng, b + "attn_q.weight", s.matrix_type, d, q, sd);
+    AddMatrix(w, rng, b + "attn_k.weight", s.matrix_type, d, kv, sd);
+    AddMatrix(w, rng, b + "attn_v.weight", s.matrix_type, d, kv, sd);
+    AddMatrix(w, rng, b + "attn_output.weight", s.matrix_type, q, d, sd);
+    AddOnes(w, b + "ffn_norm.weight", d);
+    AddMatrix(w, rng, b + "ffn_gate.weight", s.matrix_type, d, ff, sd);
+    AddMatrix(w, rng, b + "ffn_up.weight", s.matrix_type, d, ff, sd);
+    AddMatrix(w, rng, b + "ffn_down.weight", s.matrix_type, ff, d, sf);
+  }
+  AddOnes(w, "output_norm.weight", d);
+  AddMatrix(w, rng, "output.weight", s.matrix_type, d, s.n_vocab, sd);
+
+  const std::vector<uint8_t> bytes = w.ToBytes();
+  return model::Model::FromFile(format::GgufFile::FromBytes(bytes));
+}
+
+}  // namespace bicache::engine

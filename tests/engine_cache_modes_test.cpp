@@ -1,0 +1,178 @@
+// Cache modes end to end on a small llada file: the identities the modes must satisfy, pins that
+// never leak, eviction under a tiny budget, and batch-independence of a request's output.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/loaded_model.h"
+#include "test_util.h"
+
+namespace bicache::engine {
+namespace {
+
+using bicache::testing::DataPath;
+
+class EngineModesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { lm_ = LoadedModel::Load(DataPath("golden/llada-tiny.gguf")); }
+
+  RequestOptions Options(const std::string& system, const std::string& user, const std::string& mode) {
+    Prompt p = lm_->ChatPrompt({{"system", system}, {"user", user}});
+    RequestOptions o;
+    o.prompt = p.tokens;
+    o.prefix_len = p.prefix_len;
+    o.sampler.gen_length = 8;
+    o.sampler.steps = 8;
+    o.sampler.block_length = 8;
+    o.sampler.stop_ids = lm_->stop_ids();
+    o.cache = ParseCacheMode(mode);
+    return o;
+  }
+  std::vector<int32_t> Run(Engine& e, const RequestOptions& o) { return e.Run(o).canvas; }
+
+  std::unique_ptr<LoadedModel> lm_;
+  const std::string system_ = "You answer questions about a long shared document that many requests read.";
+};
+
+TEST_F(EngineModesTest, FixedZeroEqualsNoneAndFixedAllLayersEqualsLlm) {
+  Engine e(lm_->model(), {});
+  const int L = lm_->model().config().n_layer;
+  for (const std::string q : {"first question?", "another one"}) {
+    const auto none = Run(e, Options(system_, q, "none"));
+    EXPECT_EQ(Run(e, Options(system_, q, "fixed:0")), none);
+    // Twice: a miss (entry built) and a hit must both equal the llm mode's answer.
+    const auto llm = Run(e, Options(system_, q, "llm"));
+    EXPECT_EQ(Run(e, Options(system_, q, "fixed:" + std::to_string(L))), llm);
+    EXPECT_EQ(Run(e, Options(system_, q, "fixed:" + std::to_string(L))), llm);
+  }
+  EXPECT_GT(e.cache_stats().total.hits, 0u);
+}
+
+TEST_F(EngineModesTest, PrefixReuseReportsDepthAndHits) {
+  Engine e(lm_->model(), {});
+  RequestResult first = e.Run(Options(system_, "q one", "fixed:1"));
+  RequestResult second = e.Run(Options(system_, "q two", "fixed:1"));
+  EXPECT_EQ(first.depth, 1);
+  EXPECT_FALSE(first.prefix_hit);
+  EXPECT_TRUE(second.prefix_hit);
+  EXPECT_GT(second.prefix_used, 0);
+  // Computing fewer prefix tokens in layer 0 shows up as fewer token-layers.
+  RequestResult none = e.Run(Options(system_, "q two", "none"));
+  EXPECT_LT(second.token_layers, none.token_layers);
+}
+
+TEST_F(EngineModesTest, EmptyDepthTableMeansNoReuseNotACrash) {
+  Engine e(lm_->model(), {});
+  RequestResult r = e.Run(Options(system_, "q", "bicache"));
+  EXPECT_EQ(r.depth, 0);
+  EXPECT_EQ(r.canvas, Run(e, Options(system_, "q", "none")));
+}
+
+TEST_F(EngineModesTest, BicacheUsesTheTableDepthForTheRatio) {
+  EngineOptions eo;
+  CalibrationBin bin{0, 1, {0.999, 0.5}};  // layer 0 safe at every ratio
+  eo.depth_table = DepthTable::FromBins({bin}, 0.97, lm_->model().config().n_layer);
+  Engine e(lm_->model(), std::move(eo));
+  RequestResult r = e.Run(Options(system_, "q", "bicache"));
+  EXPECT_EQ(r.depth, 1);
+  EXPECT_EQ(r.canvas, Run(e, Options(system_, "q", "fixed:1")));
+}
+
+TEST_F(EngineModesTest, PinsReturnToZeroWhenRequestsAreCancelled) {
+  Engine e(lm_->model(), {});
+  for (int i = 0; i < 12; ++i) {
+    auto req = e.Start(Options(system_ + std::to_string(i % 3), "question " + std::to_string(i), "fixed:1"));
+    EXPECT_GT(e.cache_stats().total.bytes_pinned, 0u);
+    // Every other request is cancelled after one step (dropped), the rest finish.
+    Request* r = req.get();
+    e.StepBatch({&r, 1});
+    if (i % 2 == 0) continue;
+    while (!req->done()) e.StepBatch({&r, 1});
+  }
+  EXPECT_EQ(e.cache_stats().total.bytes_pinned, 0u);
+  EXPECT_GT(e.cache_stats().total.entries, 0u);
+}
+
+TEST_F(EngineModesTest, TinyBudgetEvictsButAnswersStayCorrect) {
+  Engine big(lm_->model(), {});
+  EngineOptions small_opts;
+  small_opts.cache_budget_bytes = 1;  // nothing fits: every request runs uncached
+  Engine small(lm_->model(), std::move(small_opts));
+  for (int i = 0; i < 4; ++i) {
+    const auto o = Options(system_ + std::to_string(i), "q", "fixed:1");
+    RequestResult a = big.Run(o), b = small.Run(o);
+    EXPECT_EQ(b.depth, 0);
+    EXPECT_EQ(b.canvas, Run(big, Options(system_ + std::to_string(i), "q", "none")));
+    EXPECT_EQ(a.depth, 1);
+  }
+  EXPECT_EQ(small.cache_stats().total.bytes_used, 0u);
+  EXPECT_GT(small.cache_stats().insert_failures, 0u);
+}
+
+TEST_F(EngineModesTest, BatchedRequestsGiveTheSameTextAsAlone) {
+  Engine e(lm_->model(), {});
+  std::vector<RequestOptions> opts = {Options(system_, "a?", "fixed:1"), Options("other prefix", "b?", "none"),
+                                      Options(system_, "a much longer question here?", "dual")};
+  for (auto& o : opts) {
+    o.sampler.temperature = 0.8f;
+    o.sampler.seed = 7;
+    o.sampler.block_length = 4;
+    o.sampler.steps = 8;
+  }
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& o : opts) alone.push_back(Run(e, o));
+  std::vector<std::unique_ptr<Request>> reqs;
+  for (const auto& o : opts) reqs.push_back(e.Start(o));
+  for (bool active = true; active;) {
+    std::vector<Request*> batch;
+    for (auto& r : reqs) if (!r->done()) batch.push_back(r.get());
+    active = !batch.empty();
+    if (active) e.StepBatch(batch);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(reqs[i]->result().canvas, alone[i]) << "request " << i;
+}
+
+TEST_F(EngineModesTest, DualCacheComputesFewerTokenLayers) {
+  Engine e(lm_->model(), {});
+  auto o = Options(system_, "q", "dual");
+  o.sampler.block_length = 4;
+  o.sampler.steps = 8;
+  RequestResult dual = e.Run(o);
+  o.cache = ParseCacheMode("none");
+  RequestResult none = e.Run(o);
+  EXPECT_EQ(dual.canvas.size(), 8u);
+  EXPECT_LT(dual.token_layers, none.token_layers);
+}
+
+TEST(CacheModeParse, AcceptsEveryFormAndNamesBadOnes) {
+  EXPECT_EQ(ParseCacheMode("bicache+dual").ToString(), "bicache+dual");
+  EXPECT_EQ(ParseCacheMode("fixed:3").fixed_depth, 3);
+  EXPECT_TRUE(ParseCacheMode("dual").dual);
+  for (const char* bad : {"", "fast", "fixed:", "fixed:-1", "llm+bicache", "dual+dual", "none+"}) {
+    try {
+      ParseCacheMode(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("valid:"), std::string::npos);
+    }
+  }
+}
+
+TEST(DepthTableTest, MonotoneConservativeEnvelopeAndLookup) {
+  // Bin 60% is noisy (depth 3) but 70% only reaches 2: the envelope keeps 2 from 60% up.
+  std::vector<CalibrationBin> bins = {{20, 3, {0.99, 0.90, 0.5}}, {60, 2, {0.99, 0.99, 0.99}},
+                                      {70, 2, {0.99, 0.98, 0.5}}, {90, 1, {0.99, 0.99, 0.99}}};
+  DepthTable t = DepthTable::FromBins(bins, 0.97, 3);
+  EXPECT_EQ(t.Lookup(0.10), 0);  // below the first point: no reuse
+  EXPECT_EQ(t.Lookup(0.25), 1);
+  EXPECT_EQ(t.Lookup(0.65), 2);
+  EXPECT_EQ(t.Lookup(0.95), 3);
+  EXPECT_EQ(t.max_depth(), 3);
+  const std::string path = ::testing::TempDir() + "/table.json";
+  t.Save(path);
+  DepthTable u = DepthTable::Load(path);
+  EXPECT_EQ(u.Lookup(0.65), 2);
+  EXPECT_EQ(u.bins().size(), 4u);
+}
+
+}  // namespace
+}  // namespace bicache::engine
