@@ -16,8 +16,10 @@ build: deps
 run: build
 	bash scripts/main_job.sh $(BUILD)/bicache
 
+# Test processes run side by side (-j), so each gets one OpenMP thread unless told otherwise:
+# several processes each spinning on every core would oversubscribe the machine.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} ctest --output-on-failure -j $(JOBS)
 
 model: deps
 	bash tools/train/make_model.sh

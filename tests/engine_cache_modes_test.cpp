@@ -176,3 +176,23 @@ TEST(DepthTableTest, MonotoneConservativeEnvelopeAndLookup) {
 
 }  // namespace
 }  // namespace bicache::engine
+
+namespace bicache::engine {
+namespace {
+
+TEST_F(EngineModesTest, AuditRecordsSimilarityOfReusedLayers) {
+  EngineOptions eo;
+  eo.audit_rate = 1.0;
+  eo.audit_log = false;
+  Engine e(lm_->model(), std::move(eo));
+  e.Run(Options(system_, "q", "fixed:1"));
+  e.Run(Options(system_, "q2", "none"));  // no reuse: not audited
+  const AuditStats a = e.audit_stats();
+  EXPECT_EQ(a.audited, 1u);
+  ASSERT_EQ(a.mean_similarity.size(), 2u);
+  EXPECT_GT(a.mean_similarity[0], 0.0);
+  EXPECT_LE(a.mean_similarity[0], 1.0 + 1e-9);
+}
+
+}  // namespace
+}  // namespace bicache::engine

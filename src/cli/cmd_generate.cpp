@@ -96,6 +96,7 @@ Runner AddGenerate(CLI::App& app) {
     engine::EngineOptions eo;
     eo.cache_budget_bytes = static_cast<size_t>(o->s.cache_budget_mb * 1024 * 1024);
     eo.depth_table = lm->LoadDepthTable();
+    eo.audit_rate = o->s.audit_rate;
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);
     engine::RequestResult r = eng.Run(req, [&](const engine::Request& rq) { view.Update(rq); });

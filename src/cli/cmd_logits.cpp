@@ -37,6 +37,10 @@ std::vector<int32_t> ParseTokenList(const std::string& text) {
     ids.push_back(static_cast<int32_t>(v));
   }
   if (ids.empty()) throw Error(ErrorKind::kInvalidArgument, "--tokens: no token ids given");
+  // getline yields no item after a trailing comma, so "1,2," would otherwise pass as "1,2".
+  if (const size_t last = text.find_last_not_of(" \t"); last != std::string::npos && text[last] == ',') {
+    throw Error(ErrorKind::kInvalidArgument, "--tokens: empty item after the last ',' in '" + text + "'");
+  }
   return ids;
 }
 

@@ -1,5 +1,8 @@
 // `bicache`: the command-line front end. Every subcommand is a thin client of the library.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 
@@ -7,6 +10,14 @@
 #include "util/error.h"
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads spin by default between the ~10 parallel regions of every layer; on a
+  // machine whose cores are shared that spinning made a 512-token forward 2-3x slower
+  // (docs/benchmarks.md). The runtime reads the policy only at start-up, so when the user has not
+  // chosen one we set PASSIVE and restart the process once.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then carry on with the default
+  }
   CLI::App app{"bicache: diffusion language model inference with bidirectional prefix caching"};
   app.require_subcommand(1);
   std::map<CLI::App*, bicache::cli::Runner> runners;

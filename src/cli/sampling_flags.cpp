@@ -6,8 +6,10 @@ namespace bicache::cli {
 
 void SamplingFlags::Register(CLI::App* cmd) {
   cmd->add_option("--gen-length", gen_length, "tokens to generate (the mask canvas)");
-  cmd->add_option("--steps", steps, "denoising steps (default: gen length)");
-  cmd->add_option("--block-length", block_length, "semi-autoregressive block length (default: gen length)");
+  // 0 is the "not given" sentinel below, so a literal 0 must be refused at parse time.
+  cmd->add_option("--steps", steps, "denoising steps (default: gen length)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--block-length", block_length, "semi-autoregressive block length (default: gen length)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--algorithm", algorithm,
                   "low_confidence, random (LLaDA); origin, maskgit_plus, topk_margin, entropy (Dream)");
   cmd->add_option("--temperature", temperature, "sampling temperature (0 = greedy)");
@@ -23,6 +25,8 @@ void SamplingFlags::Register(CLI::App* cmd) {
   cmd->add_option("--refresh", refresh,
                   "bicache: reuse deep-layer prefix K/V between refreshes every R steps (0 = off)");
   cmd->add_option("--cache-budget-mb", cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
+  cmd->add_option("--audit-rate", audit_rate,
+                  "recompute this fraction of prefix-reusing requests without cache and log the similarity seen");
 }
 
 diffusion::SamplerConfig SamplingFlags::Sampler() const {
@@ -40,8 +44,17 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
   s.cfg_scale = cfg;
   s.seed = seed;
   if (refresh < 0) throw Error(ErrorKind::kInvalidArgument, "--refresh must be >= 0");
+  if (!(audit_rate >= 0 && audit_rate <= 1)) throw Error(ErrorKind::kInvalidArgument, "--audit-rate must be in [0, 1]");
   if (cache_budget_mb < 0) throw Error(ErrorKind::kInvalidArgument, "--cache-budget-mb must be >= 0");
   return s;
+}
+
+engine::CacheMode SamplingFlags::Cache() const {
+  try {
+    return engine::ParseCacheMode(cache);
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string("--cache: ") + e.what());
+  }
 }
 
 }  // namespace bicache::cli

@@ -21,11 +21,12 @@ struct SamplingFlags {
   std::string cache = "none";
   int refresh = 0;
   double cache_budget_mb = 0;
+  double audit_rate = 0;
 
   void Register(CLI::App* cmd);
   // Builds and validates the sampler settings (stop ids and mask id are the engine's to fill).
   diffusion::SamplerConfig Sampler() const;
-  engine::CacheMode Cache() const { return engine::ParseCacheMode(cache); }
+  engine::CacheMode Cache() const;  // errors name --cache
 };
 
 }  // namespace bicache::cli

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "cache/memory_budget.h"
+#include "engine/calibrate.h"
 #include "model/forward.h"
 #include "util/error.h"
 
@@ -98,6 +100,7 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
       depth = std::min(depth, static_cast<const PrefixKvPayload&>(*pin->payload()).layers_held);
     }
   }
+  if (depth > 0 && options_.audit_rate > 0) MaybeAudit(opt, static_cast<int>(pin->length()), depth);
   return std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
 }
 
@@ -130,6 +133,51 @@ RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
   }
   req->add_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return req->result();
+}
+
+void Engine::MaybeAudit(const RequestOptions& opt, int prefix_len, int depth) {
+  uint64_t k;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    k = audit_counter_++;
+  }
+  // Deterministic sampling: the k-th prefix-reusing request is audited when its hash falls below
+  // the rate, so a run's audited set does not depend on timing.
+  uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 29;
+  if (static_cast<double>(h >> 11) / static_cast<double>(1ull << 53) >= options_.audit_rate) return;
+  std::vector<int32_t> tokens = opt.prompt;
+  tokens.resize(tokens.size() + opt.sampler.gen_length, model_.config().mask_token_id);
+  const std::vector<double> sim = PrefixKvSimilarity(model_, tokens, prefix_len);
+  const double threshold = options_.depth_table.empty() ? 0.97 : options_.depth_table.threshold();
+  double min_reused = 1.0;
+  for (int l = 0; l < depth; ++l) min_reused = std::min(min_reused, sim[l]);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    AuditStats& a = audit_;
+    if (a.mean_similarity.empty()) a.mean_similarity.assign(sim.size(), 0.0);
+    a.audited++;
+    for (size_t l = 0; l < sim.size(); ++l) a.mean_similarity[l] += (sim[l] - a.mean_similarity[l]) / a.audited;
+    if (min_reused < threshold) a.below_threshold++;
+    a.min_reused_similarity = std::min(a.min_reused_similarity, min_reused);
+  }
+  if (options_.audit_log) {
+    std::string line;
+    for (size_t l = 0; l < sim.size(); ++l) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.3f%s", l ? " " : "", sim[l], static_cast<int>(l) + 1 == depth ? " |" : "");
+      line += buf;
+    }
+    std::fprintf(stderr, "bicache audit: prefix %d/%zu tokens, depth %d, similarity by layer: %s (promise: > %.2f before '|')%s\n",
+                 prefix_len, tokens.size(), depth, line.c_str(), threshold, min_reused < threshold ? "  BELOW THRESHOLD" : "");
+  }
+}
+
+AuditStats Engine::audit_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return audit_;
 }
 
 EngineCacheStats Engine::cache_stats() const {

@@ -22,6 +22,20 @@ namespace bicache::engine {
 struct EngineOptions {
   size_t cache_budget_bytes = 0;  // per store; 0 = cache::DefaultBudgetBytes()
   DepthTable depth_table;         // for bicache mode; empty table = depth 0 everywhere
+  // Audit: this fraction of requests that reuse a prefix also has its prefix K/V recomputed
+  // without the cache at its first step, and the similarity actually seen is recorded next to
+  // what the table promised (threshold). Costs two extra forwards per audited request.
+  double audit_rate = 0;
+  bool audit_log = true;  // one stderr line per audited request
+};
+
+// What the audit has seen: per layer, the mean prefix K/V similarity over audited requests, and
+// how many audited requests had a reused layer below the table's threshold.
+struct AuditStats {
+  uint64_t audited = 0;
+  uint64_t below_threshold = 0;
+  std::vector<double> mean_similarity;  // [n_layer]
+  double min_reused_similarity = 1.0;   // lowest similarity seen in a layer that was reused
 };
 
 struct EngineCacheStats {
@@ -49,6 +63,7 @@ class Engine {
   const DepthTable& depth_table() const { return options_.depth_table; }
   void set_depth_table(DepthTable t) { options_.depth_table = std::move(t); }
   EngineCacheStats cache_stats() const;
+  AuditStats audit_stats() const;
   // The depth a bicache request with this prefix ratio gets.
   int DepthFor(const CacheMode& mode, double ratio) const;
 
@@ -61,6 +76,9 @@ class Engine {
   mutable std::mutex mutex_;  // guards stores_ map and counters (not the stores themselves)
   std::map<int, std::unique_ptr<cache::PrefixStore>> stores_;
   cache::RecentPrefixTracker recent_;
+  void MaybeAudit(const RequestOptions& opt, int prefix_len, int depth);
+  uint64_t audit_counter_ = 0;
+  AuditStats audit_;
   uint64_t prefix_builds_ = 0;
   uint64_t insert_failures_ = 0;
 };

@@ -11,7 +11,7 @@
   20%: every token masked with ratio t (LLaDA pre-training style), normalised
   by the sequence length.
 - Curriculum on docqa fact count, gated by the running accuracy on docqa answer
-  values (starts at <= 8 facts, +2 each time the accuracy exceeds --raise-at).
+  values (starts at <= 2 facts, +1 (+2 above 8) each time the accuracy exceeds --raise-at).
 - AdamW, warmup + cosine (time based), grad clip 1, bf16 autocast on CPU.
 - Resumable: checkpoints in tools/train/ckpt/ (latest.pt) every --save-every min.
 - Held-out accuracy (low-confidence remasking decoder) every --eval-every min.
@@ -82,7 +82,7 @@ class Batcher:
 
     def facts_range(self, prog):
         hi = int(self.level)
-        lo = max(3, min(10, hi // 3))
+        lo = max(1, min(10, hi // 3))
         if self.rng.random() < 0.2:
             return (1, max(2, lo))
         return (lo, hi)
@@ -236,6 +236,7 @@ def main():
     ap.add_argument("--curriculum-minutes", type=float, default=35, help="(unused; curriculum is accuracy gated)")
     ap.add_argument("--raise-at", type=float, default=0.6, help="running docqa value accuracy that raises the fact count")
     ap.add_argument("--max-facts", type=int, default=32)
+    ap.add_argument("--level", type=int, default=None, help="override the current max docqa facts")
     ap.add_argument("--p-doc", type=float, default=0.6)
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
@@ -273,7 +274,7 @@ def main():
     cfg = default_config(tok.n_vocab)
     model = LLaDA(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
-    step, done_s, level = 0, 0.0, 8
+    step, done_s, level = 0, 0.0, 2
     if os.path.exists(latest) and not args.fresh:
         ck = torch.load(latest)
         assert ck["config"] == cfg, "config changed; use --fresh"
@@ -288,7 +289,7 @@ def main():
 
     batcher = Batcher(tok, args.seed * 1000003 + step, hp, args.gen_length)
     batcher.p_doc = args.p_doc
-    batcher.level = level
+    batcher.level = level if args.level is None else args.level
     acc_ema, last_raise = 0.0, step
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
 
@@ -319,7 +320,7 @@ def main():
         if dacc is not None:
             acc_ema = 0.95 * acc_ema + 0.05 * dacc
             if acc_ema > args.raise_at and step - last_raise >= 50 and batcher.level < args.max_facts:
-                batcher.level = min(args.max_facts, batcher.level + 2)
+                batcher.level = min(args.max_facts, batcher.level + (1 if batcher.level < 8 else 2))
                 last_raise = step
                 log("curriculum: docqa facts up to", batcher.level, "(train value acc %.2f)" % acc_ema)
         opt.zero_grad(set_to_none=True)

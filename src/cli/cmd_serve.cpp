@@ -1,0 +1,87 @@
+// `bicache serve`: the OpenAI-compatible HTTP server (docs/serving.md).
+//
+// Signals: SIGTERM/SIGINT are blocked in every thread and taken synchronously by the main thread
+// (sigtimedwait), so shutdown runs as ordinary code, not inside a signal handler.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "engine/cache_mode.h"
+#include "server/server.h"
+#include "util/error.h"
+
+namespace bicache::cli {
+
+Runner AddServe(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
+  struct Opts {
+    server::ServerOptions s;
+    std::string cache = "bicache";
+    int threads = 0;
+    double grace_s = 30;
+  };
+  auto o = std::make_shared<Opts>();
+  AddModelFlag(cmd, &o->s.model_path);
+  AddThreadsFlag(cmd, &o->threads);
+  cmd->add_option("--host", o->s.host, "address to listen on (default 127.0.0.1: local only)");
+  cmd->add_option("--port", o->s.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->s.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
+  cmd->add_option("--model-id", o->s.model_id, "model id reported by /v1/models (default: file name)");
+  cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
+  cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb, "prefix cache budget (default: 25% of free memory)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens-limit", o->s.limits.max_tokens_limit, "largest max_tokens accepted")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--default-max-tokens", o->s.limits.default_max_tokens, "max_tokens when a request omits it")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-steps", o->s.limits.max_steps, "largest steps accepted")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-queue", o->s.max_queue, "requests waiting beyond the batch; more get 429")
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--max-running", o->s.max_running, "requests batched together")->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--max-batch-tokens", o->s.max_batch_tokens, "token budget of one batch (0 = unlimited)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--max-body-bytes", o->s.max_body_bytes, "largest request body (413 beyond)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests get to finish on SIGTERM")
+      ->check(CLI::NonNegativeNumber);
+  return [=]() {
+    ApplyThreads(o->threads);
+    o->s.limits.default_cache = engine::ParseCacheMode(o->cache);
+    // Block the signals before any thread starts so every thread inherits the mask.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
+
+    server::Server srv(o->s);
+    const int port = srv.Bind();
+    std::printf("bicache: listening on http://%s:%d\n", o->s.host.c_str(), port);
+    std::fflush(stdout);
+    srv.StartLoading();
+    std::thread http([&] { srv.Serve(); });
+    int rc = 0;
+    for (;;) {
+      timespec tick{0, 200 * 1000 * 1000};
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        std::fprintf(stderr, "bicache: shutting down\n");
+        break;
+      }
+      if (const std::string err = srv.load_error(); !err.empty()) {
+        std::fprintf(stderr, "bicache: cannot load the model: %s\n", err.c_str());
+        rc = 2;
+        break;
+      }
+    }
+    srv.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(o->grace_s * 1000)));
+    http.join();
+    return rc;
+  };
+}
+
+static CommandRegistrar register_serve(AddServe, 60);
+
+}  // namespace bicache::cli

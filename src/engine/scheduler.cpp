@@ -1,0 +1,238 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace bicache::engine {
+namespace {
+
+// Runs a user callback; a throwing callback must not take the worker (and every other request)
+// down with it.
+template <typename F, typename... Args>
+void Call(const F& f, Args&&... args) {
+  if (!f) return;
+  try {
+    f(std::forward<Args>(args)...);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Engine& engine, SchedulerOptions options) : engine_(engine), options_(options) {
+  if (options_.max_running < 1) throw Error(ErrorKind::kInvalidArgument, "max_running must be >= 1");
+  if (options_.max_queue < 0) throw Error(ErrorKind::kInvalidArgument, "max_queue must be >= 0");
+  if (options_.token_budget < 0) throw Error(ErrorKind::kInvalidArgument, "token_budget must be >= 0");
+  counters_.depth_counts.assign(engine_.model().config().n_layer + 1, 0);
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+std::shared_ptr<Scheduler::Handle> Scheduler::Submit(RequestOptions options, RequestCallbacks callbacks) {
+  Job job;
+  job.n_tokens = static_cast<int>(options.prompt.size()) + std::max(0, options.sampler.gen_length);
+  job.options = std::move(options);
+  job.callbacks = std::move(callbacks);
+  job.handle = std::make_shared<Handle>();
+  std::shared_ptr<Handle> handle = job.handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) {
+      ++counters_.rejected;
+      throw Error(ErrorKind::kResource, "the server is shutting down");
+    }
+    if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+      ++counters_.rejected;
+      throw Error(ErrorKind::kResource, "too many requests: the queue is full (" +
+                                            std::to_string(queue_.size()) + " waiting)");
+    }
+    job.handle->id_ = next_id_++;
+    ++counters_.submitted;
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return handle;
+}
+
+void Scheduler::Stop(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  // Polling costs at most 10 ms of shutdown latency and needs no second condition variable.
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty() && running_count_ == 0) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancel_all_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = counters_;
+    s.running = running_count_;
+    s.waiting = static_cast<int>(queue_.size());
+  }
+  s.cache = engine_.cache_stats();
+  return s;
+}
+
+void Scheduler::WorkerLoop() {
+  for (;;) {
+    std::vector<Job> dead;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return !queue_.empty() || !running_.empty() || stopping_; });
+      CollectCancelledLocked(&dead);
+      if (stopping_ && queue_.empty() && running_.empty() && dead.empty()) break;
+    }
+    for (Job& j : dead) Finish(j, nullptr, /*cancelled=*/true);
+    Admit();
+    if (!running_.empty()) Step();
+  }
+}
+
+void Scheduler::CollectCancelledLocked(std::vector<Job>* out) {
+  auto gone = [&](const Job& j) { return cancel_all_ || j.handle->cancelled(); };
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (gone(*it)) {
+      out->push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (gone(*it)) {
+      running_tokens_ -= it->n_tokens;
+      --running_count_;
+      out->push_back(std::move(*it));
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::Admit() {
+  for (;;) {
+    Job job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty() || cancel_all_) return;
+      if (static_cast<int>(running_.size()) >= options_.max_running) return;
+      if (options_.token_budget > 0 && !running_.empty() &&
+          running_tokens_ + queue_.front().n_tokens > options_.token_budget) {
+        return;  // FIFO: a large request at the head waits rather than being overtaken forever
+      }
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_count_;  // counted as running while Start builds its prefix
+    }
+    try {
+      // Start may run a forward over an uncached prefix; the batch waits for it (one worker).
+      job.request = engine_.Start(job.options);
+    } catch (const Error& e) {
+      { std::lock_guard<std::mutex> lock(mutex_); --running_count_; }
+      Finish(job, &e, false);
+      continue;
+    } catch (const std::exception& e) {
+      { std::lock_guard<std::mutex> lock(mutex_); --running_count_; }
+      const Error err(ErrorKind::kInternal, e.what());
+      Finish(job, &err, false);
+      continue;
+    }
+    running_tokens_ += job.n_tokens;
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.push_back(std::move(job));
+  }
+}
+
+void Scheduler::Step() {
+  // Retire what is already done (a request can finish at Start) so StepBatch only sees live ones.
+  auto retire_done = [&] {
+    std::vector<Job> done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = running_.begin(); it != running_.end();) {
+        if (it->request->done()) {
+          running_tokens_ -= it->n_tokens;
+          --running_count_;
+          done.push_back(std::move(*it));
+          it = running_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (Job& j : done) Finish(j, nullptr, false);
+  };
+  retire_done();
+  if (running_.empty()) return;
+  std::vector<Request*> batch;
+  for (Job& j : running_) batch.push_back(j.request.get());
+  try {
+    engine_.StepBatch(batch);
+  } catch (const std::exception& e) {
+    // A failed forward leaves every request of the batch half-stepped: fail them all, keep serving.
+    const Error err = dynamic_cast<const Error*>(&e) ? *dynamic_cast<const Error*>(&e)
+                                                    : Error(ErrorKind::kInternal, e.what());
+    std::vector<Job> failed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failed.swap(running_);
+      running_count_ -= static_cast<int>(failed.size());
+      running_tokens_ = 0;
+    }
+    for (Job& j : failed) Finish(j, &err, false);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.iterations;
+  }
+  for (Job& j : running_) Call(j.callbacks.on_step, *j.request);
+  retire_done();
+}
+
+void Scheduler::Finish(Job& job, const Error* error, bool cancelled) {
+  RequestResult result;
+  const bool ok = !error && !cancelled;
+  if (ok) result = job.request->result();
+  job.request.reset();  // releases the cache pin before anyone is told
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cancelled) {
+      ++counters_.cancelled;
+    } else if (error) {
+      ++counters_.failed;
+    } else {
+      ++counters_.finished;
+      counters_.prefix_query_tokens += job.options.prompt.size();
+      if (result.prefix_hit) counters_.prefix_hit_tokens += result.prefix_used;
+      const size_t d = std::min<size_t>(std::max(result.depth, 0), counters_.depth_counts.size() - 1);
+      ++counters_.depth_counts[d];
+    }
+  }
+  if (cancelled) {
+    Call(job.callbacks.on_error, Error(ErrorKind::kCancelled, "the request was cancelled"));
+  } else if (error) {
+    Call(job.callbacks.on_error, *error);
+  } else {
+    Call(job.callbacks.on_done, result);
+  }
+}
+
+}  // namespace bicache::engine

@@ -1,0 +1,126 @@
+// Continuous batching: one worker thread owns the Engine and, every iteration, admits waiting
+// requests, runs one Engine::StepBatch over every active request (each at its own step, depth and
+// cache mode) and retires the finished ones.
+//
+// Why one worker: a forward already uses every core (OpenMP inside the matmuls), so two forwards
+// at once would only fight over them; batching ragged requests into one forward is what raises
+// throughput. The engine guarantees a request's output does not depend on its batch mates.
+//
+// Callbacks run on the worker thread, between forwards: they must be quick (copy what they need
+// and hand it to another thread). Exactly one of on_done / on_error is called per submission
+// (on_error with ErrorKind::kCancelled when cancelled, or when Stop() gives up on it).
+//
+// Bounded: at most max_queue requests wait; Submit beyond that throws Error(kResource) (the
+// server's 429 + Retry-After). Admission keeps the running requests at <= max_running and the sum
+// of their token counts (prompt + canvas, the forward's rows) <= token_budget, except that one
+// request is always admitted when nothing runs, so a large request cannot starve.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "util/error.h"
+
+namespace bicache::engine {
+
+struct SchedulerOptions {
+  int max_running = 8;    // requests in one batch
+  int max_queue = 64;     // requests waiting for admission
+  int token_budget = 0;   // sum of running n_tokens; 0 = unlimited
+};
+
+struct RequestCallbacks {
+  std::function<void(const Request&)> on_step;           // after each of its steps (optional)
+  std::function<void(const RequestResult&)> on_done;     // finished normally
+  std::function<void(const Error&)> on_error;            // bad request, failure or cancellation
+};
+
+struct SchedulerStats {
+  int running = 0;
+  int waiting = 0;
+  uint64_t submitted = 0;
+  uint64_t finished = 0;    // on_done called
+  uint64_t cancelled = 0;   // cancelled by the client or by Stop()
+  uint64_t failed = 0;      // Start or a step threw
+  uint64_t rejected = 0;    // Submit threw (queue full or stopping)
+  uint64_t iterations = 0;  // StepBatch calls
+  // Prefix reuse in tokens (vLLM counts tokens too): prompt tokens of finished requests, and the
+  // part of them served from a cache hit.
+  uint64_t prefix_query_tokens = 0;
+  uint64_t prefix_hit_tokens = 0;
+  std::vector<uint64_t> depth_counts;  // [n_layer + 1] finished requests by reuse depth
+  EngineCacheStats cache;
+};
+
+class Scheduler {
+ public:
+  // A submitted request. Cancel() may be called from any thread, any number of times, also after
+  // it finished (then it does nothing).
+  class Handle {
+   public:
+    void Cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+    uint64_t id() const { return id_; }
+
+   private:
+    friend class Scheduler;
+    std::atomic<bool> cancelled_{false};
+    uint64_t id_ = 0;
+  };
+
+  Scheduler(Engine& engine, SchedulerOptions options);
+  ~Scheduler();  // Stop(0): cancels whatever is left
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Enqueues a request. Throws Error(kResource) when the queue is full or the scheduler is stopping.
+  std::shared_ptr<Handle> Submit(RequestOptions options, RequestCallbacks callbacks);
+
+  // Graceful stop: no new submissions; in-flight and queued requests may finish for up to `grace`,
+  // then whatever is left is cancelled. Joins the worker. Idempotent.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Job {
+    std::shared_ptr<Handle> handle;
+    RequestOptions options;
+    RequestCallbacks callbacks;
+    std::unique_ptr<Request> request;  // set once admitted
+    int n_tokens = 0;                  // prompt + canvas, for the token budget
+  };
+
+  void WorkerLoop();
+  // Moves cancelled jobs out of the queue and the running set (under the lock).
+  void CollectCancelledLocked(std::vector<Job>* out);
+  void Admit();  // Engine::Start for admissible queued jobs; Start errors -> on_error
+  void Step();   // one StepBatch, on_step calls, retirement
+  void Finish(Job& job, const Error* error, bool cancelled);
+
+  Engine& engine_;
+  const SchedulerOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> queue_;       // guarded by mutex_
+  std::vector<Job> running_;    // worker thread only (size mirrored in running_count_)
+  int running_count_ = 0;       // guarded by mutex_
+  int running_tokens_ = 0;      // worker only
+  bool stopping_ = false;       // guarded by mutex_: no new submissions
+  bool cancel_all_ = false;     // guarded by mutex_: Stop's grace ran out
+  uint64_t next_id_ = 1;
+  SchedulerStats counters_;     // guarded by mutex_ (running/waiting/cache filled on read)
+  std::thread worker_;
+};
+
+}  // namespace bicache::engine

@@ -1,0 +1,298 @@
+#include "server/api_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include "tokenizer/chat.h"
+#include "util/error.h"
+
+namespace bicache::server {
+namespace {
+
+using nlohmann::json;
+
+// The sampler's validation names CLI flags; the API names body fields.
+constexpr std::pair<const char*, const char*> kFlagToField[] = {
+    {"--gen-length", "max_tokens"}, {"--block-length", "block_length"}, {"--steps", "steps"},
+    {"--temperature", "temperature"}, {"--top-p", "top_p"}, {"--top-k", "top_k"}, {"--eps", "eps"},
+    {"--cfg", "cfg"}, {"--threshold", "threshold"}, {"--algorithm", "algorithm"}, {"--alg-temp", "alg_temp"}};
+
+// Rewrites flag names into field names; `param` is the first field mentioned.
+std::string FlagsToFields(std::string msg, std::string* param) {
+  size_t first = std::string::npos;
+  for (const auto& [flag, field] : kFlagToField) {
+    for (size_t pos; (pos = msg.find(flag)) != std::string::npos;) {
+      // "--alg-temp" also contains no other flag as a prefix except itself; match whole tokens.
+      const size_t end = pos + std::string_view(flag).size();
+      if (end < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) {
+        break;  // a longer flag (e.g. --alg-temp vs --algorithm is fine; guard anyway)
+      }
+      msg.replace(pos, end - pos, field);
+      if (pos < first) {
+        first = pos;
+        *param = field;
+      }
+    }
+  }
+  return msg;
+}
+
+const json* Field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;  // null = absent, as OpenAI treats it
+  return &*it;
+}
+
+// Integer fields: JSON integers, or floats with an integral value (some clients send 5.0). Range
+// checked here, before any cast, so no out-of-range value ever reaches an int.
+int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64_t hi) {
+  const json* v = Field(body, key);
+  if (!v) return def;
+  double d;
+  if (v->is_number_integer() || v->is_number_unsigned()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+      BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + ", got " + v->dump(), key);
+    }
+    const int64_t i = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+    if (i < lo || i > hi) {
+      BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + ", got " + std::to_string(i), key);
+    }
+    return i;
+  }
+  if (v->is_number_float() && std::isfinite(d = v->get<double>()) && d == std::floor(d)) {
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + ", got " + v->dump(), key);
+    }
+    return static_cast<int64_t>(d);
+  }
+  BadRequest("'" + std::string(key) + "' must be an integer, got " + v->dump(), key);
+}
+
+double GetNumber(const json& body, const char* key, double def) {
+  const json* v = Field(body, key);
+  if (!v) return def;
+  if (!v->is_number()) BadRequest("'" + std::string(key) + "' must be a number, got " + v->dump(), key);
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) BadRequest("'" + std::string(key) + "' must be finite", key);
+  return d;
+}
+
+bool GetBool(const json& body, const char* key, bool def) {
+  const json* v = Field(body, key);
+  if (!v) return def;
+  if (!v->is_boolean()) BadRequest("'" + std::string(key) + "' must be a boolean, got " + v->dump(), key);
+  return v->get<bool>();
+}
+
+std::string GetString(const json& body, const char* key, const std::string& def) {
+  const json* v = Field(body, key);
+  if (!v) return def;
+  if (!v->is_string()) BadRequest("'" + std::string(key) + "' must be a string, got " + v->dump(), key);
+  return v->get<std::string>();
+}
+
+std::vector<int32_t> TokenArray(const json& arr, const char* key, int32_t n_vocab) {
+  std::vector<int32_t> ids;
+  ids.reserve(arr.size());
+  for (const json& t : arr) {
+    if (!t.is_number_integer() && !t.is_number_unsigned()) {
+      BadRequest("'" + std::string(key) + "' must be a string or an array of token ids; got element " + t.dump(), key);
+    }
+    // Compare as 64-bit before narrowing: a huge or negative id must not wrap into the vocabulary.
+    const bool in = t.is_number_unsigned() ? t.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
+                                           : (t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab);
+    if (!in) {
+      BadRequest("token id " + t.dump() + " in '" + key + "' is outside the vocabulary [0, " +
+                     std::to_string(n_vocab) + ")", key);
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
+// Message content: a string, or OpenAI content parts [{"type":"text","text":...}].
+std::string MessageContent(const json& msg, size_t i, const std::string& role) {
+  const std::string param = "messages[" + std::to_string(i) + "].content";
+  auto it = msg.find("content");
+  if (it == msg.end() || it->is_null()) {
+    if (role == "assistant") return "";
+    BadRequest("'" + param + "' is required", param);
+  }
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    std::string text;
+    for (const json& part : *it) {
+      if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+          !part["text"].is_string()) {
+        BadRequest("'" + param + "' parts must be {\"type\": \"text\", \"text\": string}", param);
+      }
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  BadRequest("'" + param + "' must be a string or an array of text parts, got " + it->dump(), param);
+}
+
+engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
+  const json* msgs = Field(body, "messages");
+  if (!msgs) BadRequest("'messages' is required", "messages");
+  if (!msgs->is_array()) BadRequest("'messages' must be an array of message objects", "messages");
+  if (msgs->empty()) BadRequest("'messages' must not be empty", "messages");
+  std::vector<tokenizer::ChatMessage> out;
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) BadRequest("'" + p + "' must be an object, got " + m.dump(), p);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) BadRequest("'" + p + ".role' must be a string", p + ".role");
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant") {
+      BadRequest("'" + p + ".role' must be system, user or assistant, got '" + r + "'", p + ".role");
+    }
+    out.push_back({r, MessageContent(m, i, r)});
+  }
+  try {
+    return lm.ChatPrompt(out);  // system + earlier turns become the shared prefix
+  } catch (const Error& e) {
+    BadRequest(e.what(), "messages");
+  }
+}
+
+engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel& lm) {
+  const json* p = Field(body, "prompt");
+  if (!p) BadRequest("'prompt' is required", "prompt");
+  const std::string prefix = GetString(body, "prefix", "");
+  const int32_t n_vocab = lm.model().config().n_vocab;
+  const json* text = p;
+  if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) text = &(*p)[0];  // ["text"]
+  engine::Prompt out;
+  if (text->is_string()) {
+    if (text->get_ref<const std::string&>().empty()) BadRequest("'prompt' must not be empty", "prompt");
+    out = lm.PlainPrompt(prefix, text->get<std::string>());
+  } else if (p->is_array()) {
+    if (p->empty()) BadRequest("'prompt' must not be empty", "prompt");
+    if ((*p)[0].is_string() || (*p)[0].is_array()) {
+      BadRequest("batched prompts are not supported: send one prompt per request", "prompt");
+    }
+    out.tokens = prefix.empty() ? std::vector<int32_t>() : lm.tokenizer().Encode(prefix);
+    out.prefix_len = prefix.empty() ? -1 : static_cast<int>(out.tokens.size());
+    const std::vector<int32_t> ids = TokenArray(*p, "prompt", n_vocab);
+    out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
+  } else {
+    BadRequest("'prompt' must be a string or an array of token ids, got " + p->dump(), "prompt");
+  }
+  if (out.tokens.empty()) BadRequest("'prompt' must not be empty", "prompt");
+  return out;
+}
+
+void ContextError(int context, int prompt, int gen) {
+  BadRequest("This model's maximum context length is " + std::to_string(context) +
+                 " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) + " tokens (" +
+                 std::to_string(prompt) + " in the prompt, " + std::to_string(gen) +
+                 " for the completion). Please reduce the length of the prompt or max_tokens.",
+             "max_tokens", "context_length_exceeded");
+}
+
+}  // namespace
+
+json ErrorBody(const ApiError& e) {
+  return {{"error",
+           {{"message", e.message},
+            {"type", e.type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+void BadRequest(const std::string& message, const std::string& param, const std::string& code) {
+  ApiError e;
+  e.message = message;
+  e.param = param;
+  e.code = code;
+  throw ApiException(std::move(e));
+}
+
+ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const engine::LoadedModel& lm,
+                                     const ServerLimits& limits) {
+  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) BadRequest("the request body is not valid JSON");
+  if (!body.is_object()) BadRequest("the request body must be a JSON object, got " + std::string(body.type_name()));
+  GetString(body, "model", "");  // any id is accepted (one model per server), but it must be a string
+  if (GetInt(body, "n", 1, 1, 1) != 1) BadRequest("'n' must be 1", "n");
+  if (const json* stop = Field(body, "stop"); stop && !(stop->is_array() && stop->empty())) {
+    BadRequest("'stop' sequences are not supported (the model's own stop tokens end the answer)", "stop");
+  }
+
+  ParsedRequest r;
+  r.chat = chat;
+  r.stream = GetBool(body, "stream", false);
+  if (const json* so = Field(body, "stream_options")) {
+    if (!so->is_object()) BadRequest("'stream_options' must be an object", "stream_options");
+    r.include_usage = GetBool(*so, "include_usage", false);
+  }
+  const engine::Prompt prompt = chat ? ChatPromptFrom(body, lm) : CompletionPromptFrom(body, lm);
+  const int context = lm.model().config().context_length;
+  const int P = static_cast<int>(prompt.tokens.size());
+  if (P >= context) ContextError(context, P, Field(body, "max_tokens") ? 1 : 0);
+
+  // max_tokens is range-checked before the context check so a negative value reads as such.
+  const int left = context - P;
+  const int64_t def = std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, left});
+  const char* gen_key = Field(body, "max_completion_tokens") && !Field(body, "max_tokens") ? "max_completion_tokens" : "max_tokens";
+  const int gen = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
+  if (int64_t{P} + gen > context) ContextError(context, P, gen);
+
+  diffusion::SamplerConfig& s = r.options.sampler;
+  s.gen_length = gen;
+  s.block_length = static_cast<int>(GetInt(body, "block_length", gen, 1, gen));
+  const int blocks = gen / s.block_length;
+  // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
+  // the block count so the schedule is valid.
+  int def_steps = std::min(gen, limits.max_steps);
+  def_steps = std::max(blocks, def_steps / std::max(blocks, 1) * std::max(blocks, 1));
+  s.steps = static_cast<int>(GetInt(body, "steps", def_steps, 1, limits.max_steps));
+  try {
+    s.algorithm = diffusion::ParseAlgorithm(GetString(body, "algorithm", "low_confidence"));
+  } catch (const Error& e) {
+    std::string param;
+    BadRequest(FlagsToFields(e.what(), &param), "algorithm");
+  }
+  s.temperature = static_cast<float>(GetNumber(body, "temperature", 0));
+  if (s.temperature < 0 || s.temperature > 2) BadRequest("'temperature' must be between 0 and 2", "temperature");
+  s.top_p = static_cast<float>(GetNumber(body, "top_p", 1));
+  s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, lm.model().config().n_vocab));
+  s.threshold = static_cast<float>(GetNumber(body, "threshold", 0));
+  s.alg_temp = static_cast<float>(GetNumber(body, "alg_temp", 0));
+  s.eps = static_cast<float>(GetNumber(body, "eps", 1e-3));
+  s.cfg_scale = static_cast<float>(GetNumber(body, "cfg", 0));
+  s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
+  s.mask_id = lm.model().config().mask_token_id;
+  s.stop_ids = lm.stop_ids();
+  try {
+    diffusion::Validate(s);
+  } catch (const Error& e) {
+    std::string param;
+    const std::string msg = FlagsToFields(e.what(), &param);
+    BadRequest(msg, param);
+  }
+  if (const json* c = Field(body, "cache")) {
+    if (!c->is_string()) BadRequest("'cache' must be a string, got " + c->dump(), "cache");
+    try {
+      r.options.cache = engine::ParseCacheMode(c->get<std::string>());
+    } catch (const Error& e) {
+      BadRequest(std::string("'cache': ") + e.what(), "cache");
+    }
+  } else {
+    r.options.cache = limits.default_cache;
+  }
+  if (s.cfg_scale > 0 && r.options.cache.reuses_prefix()) {
+    BadRequest("'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or \"dual\"", "cfg");
+  }
+  r.options.prompt = prompt.tokens;
+  r.options.prefix_len = prompt.prefix_len;
+  return r;
+}
+
+}  // namespace bicache::server

@@ -1,0 +1,253 @@
+#include "server/generation.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "tokenizer/utf8.h"
+
+namespace bicache::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string NewId(bool chat) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(salt),
+                static_cast<unsigned long long>(++counter));
+  return std::string(chat ? "chatcmpl-" : "cmpl-") + buf;
+}
+
+// Engine outcomes -> HTTP. Validation already ran, so an engine error here is rare.
+ApiError FromEngineError(const Error& e) {
+  ApiError a;
+  a.message = e.what();
+  switch (e.kind()) {
+    case ErrorKind::kInvalidArgument: a.status = 400; break;
+    case ErrorKind::kCancelled:
+      a.status = 503;
+      a.type = "server_error";
+      a.message = "the request was cancelled: the server is shutting down";
+      break;
+    case ErrorKind::kResource: a.status = 503; a.type = "server_error"; break;
+    default: a.status = 500; a.type = "server_error"; break;
+  }
+  return a;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json Usage(size_t prompt, size_t completion) {
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+// Everything one request's callbacks share with its HTTP thread.
+struct Shared {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;  // committed answer tokens so far (final, in order)
+  bool finished = false;
+  std::optional<ApiError> error;
+  engine::RequestResult result;
+  std::shared_ptr<engine::Scheduler::Handle> handle;
+
+  engine::RequestCallbacks Callbacks(const std::shared_ptr<Shared>& self, bool stream) {
+    engine::RequestCallbacks cb;
+    if (stream) {
+      cb.on_step = [self](const engine::Request& r) {
+        const auto& dn = r.denoiser();
+        // Positions left of committed_prefix() never change again; clip at the stop token.
+        const size_t n = static_cast<size_t>(std::min(dn.committed_prefix(), dn.answer_length()));
+        std::lock_guard<std::mutex> l(self->m);
+        for (size_t i = self->tokens.size(); i < n; ++i) self->tokens.push_back(dn.canvas()[i]);
+        self->cv.notify_all();
+      };
+    }
+    cb.on_done = [self](const engine::RequestResult& r) {
+      std::lock_guard<std::mutex> l(self->m);
+      self->result = r;
+      self->tokens = r.answer;
+      self->finished = true;
+      self->cv.notify_all();
+    };
+    cb.on_error = [self](const Error& e) {
+      std::lock_guard<std::mutex> l(self->m);
+      self->error = FromEngineError(e);
+      self->finished = true;
+      self->cv.notify_all();
+    };
+    return cb;
+  }
+};
+
+json CacheInfo(const engine::RequestResult& r, const engine::RequestOptions& o) {
+  return {{"mode", o.cache.ToString()}, {"prefix_tokens", r.prefix_used}, {"depth", r.depth},
+          {"hit", r.prefix_hit}, {"steps", r.steps}};
+}
+
+// The SSE side of one streaming request; lives in the content provider.
+class Streamer {
+ public:
+  Streamer(std::shared_ptr<Shared> sh, const GenerationContext& ctx, ParsedRequest p)
+      : sh_(std::move(sh)), ctx_(ctx), p_(std::move(p)), id_(NewId(p_.chat)), created_(std::time(nullptr)) {}
+
+  // One provider call: waits briefly for news, writes it. false = stop (client gone).
+  bool Pump(httplib::DataSink& sink) {
+    if (!started_) {
+      started_ = true;
+      // The first chat delta carries the role (clients key on it); sent at once for a fast first byte.
+      if (p_.chat && !Send(sink, Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+      return true;
+    }
+    std::vector<int32_t> fresh;
+    bool finished;
+    std::optional<ApiError> error;
+    engine::RequestResult result;
+    {
+      std::unique_lock<std::mutex> l(sh_->m);
+      // Bounded wait so a silent client disconnect is noticed by the heartbeat below.
+      sh_->cv.wait_for(l, 250ms, [&] { return sh_->finished || sh_->tokens.size() > sent_; });
+      fresh.assign(sh_->tokens.begin() + std::min(sent_, sh_->tokens.size()), sh_->tokens.end());
+      sent_ = std::max(sent_, sh_->tokens.size());
+      finished = sh_->finished;
+      error = sh_->error;
+      if (finished) result = sh_->result;
+    }
+    std::string text;
+    for (int32_t id : fresh) text += decoder_.Push(ctx_.lm->tokenizer().TokenBytes(id, /*skip_special=*/true));
+    if (!text.empty()) {
+      if (!SendText(sink, text)) return false;
+      idle_ = 0;
+    } else if (!finished && ++idle_ >= 4) {
+      // An SSE comment once a second while nothing commits: clients ignore it, and a write to a
+      // closed connection fails, which is how a vanished client gets its request cancelled.
+      idle_ = 0;
+      if (!sink.write(": keep-alive\n\n", 14)) return false;
+    }
+    if (!finished) return sink.is_writable();
+    if (error) {
+      const std::string ev = "data: " + Dump(ErrorBody(*error)) + "\n\n";
+      if (!sink.write(ev.data(), ev.size())) return false;
+    } else {
+      if (std::string tail = decoder_.Flush(); !tail.empty() && !SendText(sink, tail)) return false;
+      const json delta = p_.chat ? json::object() : json();
+      if (!Send(sink, Chunk(delta, result.finish_reason, &result))) return false;
+      if (p_.include_usage) {
+        json u = Base();
+        u["choices"] = json::array();
+        u["usage"] = Usage(p_.options.prompt.size(), result.answer.size());
+        if (!Send(sink, u)) return false;
+      }
+    }
+    static const char kDone[] = "data: [DONE]\n\n";
+    if (!sink.write(kDone, sizeof kDone - 1)) return false;
+    sink.done();
+    return true;
+  }
+
+ private:
+  json Base() const {
+    return {{"id", id_}, {"object", p_.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_}, {"model", ctx_.model_id}};
+  }
+  json Chunk(const json& delta_or_text, const json& finish, const engine::RequestResult* r = nullptr) const {
+    json j = Base();
+    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
+    if (p_.chat) {
+      choice["delta"] = delta_or_text;
+    } else {
+      choice["text"] = delta_or_text.is_string() ? delta_or_text : json("");
+    }
+    j["choices"] = json::array({choice});
+    if (r) j["bicache"] = CacheInfo(*r, p_.options);
+    return j;
+  }
+  bool SendText(httplib::DataSink& sink, const std::string& text) {
+    return Send(sink, Chunk(p_.chat ? json{{"content", text}} : json(text), nullptr));
+  }
+  bool Send(httplib::DataSink& sink, const json& j) {
+    const std::string ev = "data: " + Dump(j) + "\n\n";
+    return sink.write(ev.data(), ev.size());
+  }
+
+  std::shared_ptr<Shared> sh_;
+  const GenerationContext& ctx_;
+  ParsedRequest p_;
+  std::string id_;
+  std::time_t created_;
+  tokenizer::Utf8StreamDecoder decoder_;
+  size_t sent_ = 0;
+  int idle_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(Dump(ErrorBody(e)), "application/json");
+}
+
+void HandleGeneration(const httplib::Request& req, httplib::Response& res, const GenerationContext& ctx, bool chat) {
+  ParsedRequest p;
+  try {
+    p = ParseGenerationRequest(req.body, chat, *ctx.lm, ctx.limits);
+  } catch (const ApiException& e) {
+    return SendError(res, e.error());
+  } catch (const Error& e) {  // e.g. the tokenizer on odd input: still the client's request
+    ApiError a;
+    a.message = e.what();
+    return SendError(res, a);
+  }
+  auto sh = std::make_shared<Shared>();
+  try {
+    sh->handle = ctx.scheduler->Submit(p.options, sh->Callbacks(sh, p.stream));
+  } catch (const Error& e) {
+    ApiError a;
+    a.status = 429;
+    a.type = "rate_limit_error";
+    a.code = "server_overloaded";
+    a.message = e.what();
+    res.set_header("Retry-After", "1");
+    return SendError(res, a);
+  }
+  if (p.stream) {
+    auto streamer = std::make_shared<Streamer>(sh, ctx, std::move(p));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [streamer](size_t, httplib::DataSink& sink) { return streamer->Pump(sink); },
+        // Runs when the response ends for any reason; cancelling a finished request is a no-op,
+        // so a client that left mid-stream frees its batch slot and cache pin here.
+        [sh](bool) { sh->handle->Cancel(); });
+    return;
+  }
+  std::unique_lock<std::mutex> l(sh->m);
+  // The scheduler delivers exactly one outcome per request, also on shutdown, so this ends.
+  sh->cv.wait(l, [&] { return sh->finished; });
+  if (sh->error) return SendError(res, *sh->error);
+  const engine::RequestResult& r = sh->result;
+  const std::string text = ctx.lm->Detokenize(r.answer);
+  json choice = {{"index", 0}, {"finish_reason", r.finish_reason}, {"logprobs", nullptr}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  const json body = {{"id", NewId(chat)},
+                     {"object", chat ? "chat.completion" : "text_completion"},
+                     {"created", std::time(nullptr)},
+                     {"model", ctx.model_id},
+                     {"choices", json::array({choice})},
+                     {"usage", Usage(p.options.prompt.size(), r.answer.size())},
+                     {"bicache", CacheInfo(r, p.options)}};
+  res.set_content(Dump(body), "application/json");
+}
+
+}  // namespace bicache::server

@@ -1,0 +1,191 @@
+#include "server/server.h"
+
+#include <filesystem>
+
+#include "server/generation.h"
+#include "server/httplib_wrap.h"
+#include "server/metrics.h"
+#include "util/error.h"
+
+namespace bicache::server {
+namespace {
+
+using nlohmann::json;
+
+// Compares in time that depends only on the lengths, so response timing does not reveal how many
+// leading characters of a guessed key were right.
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+ApiError Unavailable(const std::string& message) {
+  ApiError e;
+  e.status = 503;
+  e.type = "server_error";
+  e.message = message;
+  return e;
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)),
+      http_(std::make_unique<httplib::Server>()),
+      gen_(std::make_shared<GenerationContext>()) {
+  if (options_.model_id.empty()) options_.model_id = std::filesystem::path(options_.model_path).stem().string();
+  if (options_.max_running < 1 || options_.max_queue < 0 || options_.max_batch_tokens < 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--max-running must be >= 1, --max-queue and --max-batch-tokens >= 0");
+  }
+  if (options_.limits.max_tokens_limit < 1 || options_.limits.max_steps < 1 || options_.limits.default_max_tokens < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "--max-tokens-limit, --max-steps and --default-max-tokens must be >= 1");
+  }
+  // Every waiting or running request blocks one handler thread; a few more keep /health and
+  // /metrics answering when all of those are busy.
+  const size_t threads = static_cast<size_t>(options_.max_running + options_.max_queue + 4);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  Routes();
+}
+
+Server::~Server() {
+  Shutdown(std::chrono::milliseconds(0));
+  if (loader_.joinable()) loader_.join();
+}
+
+int Server::Bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host);
+  } else if (!http_->bind_to_port(options_.host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    throw Error(ErrorKind::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+  }
+  return port;
+}
+
+void Server::StartLoading() {
+  loader_ = std::thread([this] { Load(); });
+}
+
+void Server::Load() {
+  try {
+    lm_ = engine::LoadedModel::Load(options_.model_path);
+    engine::EngineOptions eo;
+    eo.cache_budget_bytes = static_cast<size_t>(options_.cache_budget_mb * 1024 * 1024);
+    eo.depth_table = lm_->LoadDepthTable();
+    engine_ = std::make_unique<engine::Engine>(lm_->model(), std::move(eo));
+    scheduler_ = std::make_unique<engine::Scheduler>(
+        *engine_, engine::SchedulerOptions{options_.max_running, options_.max_queue, options_.max_batch_tokens});
+    gen_->lm = lm_.get();
+    gen_->scheduler = scheduler_.get();
+    gen_->model_id = options_.model_id;
+    gen_->limits = options_.limits;
+    ready_.store(true, std::memory_order_release);
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> l(load_mutex_);
+    load_error_ = e.what();
+  }
+  load_done_.store(true);
+}
+
+std::string Server::load_error() const {
+  std::lock_guard<std::mutex> l(load_mutex_);
+  return load_error_;
+}
+
+void Server::Serve() { http_->listen_after_bind(); }
+
+void Server::Shutdown(std::chrono::milliseconds grace) {
+  draining_.store(true);
+  if (loader_.joinable() && loader_.get_id() != std::this_thread::get_id()) loader_.join();
+  // Finish (or cancel) the requests first: their handlers are then answered and return, and
+  // stopping the listener joins those handler threads.
+  if (scheduler_) scheduler_->Stop(grace);
+  if (http_) http_->stop();
+}
+
+void Server::Routes() {
+  // Filled by Load() before ready() turns true; read by handlers only after checking ready().
+  auto gen = gen_;
+  // Auth and readiness gate everything under /v1; /health and /metrics stay open for probes.
+  http_->set_pre_routing_handler([this, gen](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (!options_.api_key.empty()) {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string prefix = "Bearer ";
+      const bool ok = auth.rfind(prefix, 0) == 0 && ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
+      if (!ok) {
+        ApiError e;
+        e.status = 401;
+        e.type = "authentication_error";
+        e.code = "invalid_api_key";
+        e.message = "missing or invalid API key (send 'Authorization: Bearer <key>')";
+        SendError(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (!ready() || draining_.load()) {
+      SendError(res, Unavailable(draining_.load() ? "the server is shutting down" : "the model is loading"));
+      res.set_header("Retry-After", "1");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (ready() && !draining_.load()) {
+      res.set_content(R"({"status":"ok"})", "application/json");
+    } else {
+      res.status = 503;
+      const std::string err = load_error();
+      const json j = {{"status", draining_.load() ? "shutting_down" : err.empty() ? "loading" : "error"},
+                      {"error", err.empty() ? json(nullptr) : json(err)}};
+      res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    }
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    engine::SchedulerStats s;
+    if (ready()) s = scheduler_->stats();
+    res.set_content(RenderMetrics(s, options_.model_id), "text/plain; version=0.0.4");
+  });
+  http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json j = {{"object", "list"},
+                    {"data", json::array({{{"id", options_.model_id},
+                                           {"object", "model"},
+                                           {"created", 0},
+                                           {"owned_by", "bicache"},
+                                           {"max_model_len", lm_->model().config().context_length}}})}};
+    res.set_content(j.dump(), "application/json");
+  });
+  http_->Post("/v1/completions", [gen](const httplib::Request& req, httplib::Response& res) {
+    HandleGeneration(req, res, *gen, false);
+  });
+  http_->Post("/v1/chat/completions", [gen](const httplib::Request& req, httplib::Response& res) {
+    HandleGeneration(req, res, *gen, true);
+  });
+  // Unknown routes, wrong methods, 413 from the body limit: an OpenAI error body for each.
+  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
+    e.message = res.status == 404   ? "no route for " + req.method + " " + req.path
+                : res.status == 413 ? "the request body is too large"
+                                    : "HTTP error " + std::to_string(res.status);
+    SendError(res, e);
+  });
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    SendError(res, Unavailable("internal error"));
+    res.status = 500;
+  });
+}
+
+}  // namespace bicache::server

@@ -1,0 +1,79 @@
+// The OpenAI-compatible HTTP server (docs/serving.md): cpp-httplib in front of one Scheduler.
+//
+// Threads: httplib's pool runs handlers (each blocks on its own request's outcome, so the pool is
+// sized max_running + max_queue + a few); the scheduler's worker runs every forward; the model
+// loads on a background thread while /health answers 503.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "engine/loaded_model.h"
+#include "engine/scheduler.h"
+#include "server/api_request.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace bicache::server {
+
+struct GenerationContext;  // server/generation.h
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;               // 0 = any free port
+  std::string model_path;
+  std::string model_id;          // /v1/models id; default: the file name without .gguf
+  std::string api_key;           // "" = no authentication
+  ServerLimits limits;
+  int max_queue = 64;
+  int max_running = 8;
+  int max_batch_tokens = 0;      // scheduler token budget; 0 = unlimited
+  size_t max_body_bytes = 1 << 20;
+  double cache_budget_mb = 0;    // 0 = the engine's default
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  // Binds the socket; returns the port (useful with port 0). Throws Error(kIo).
+  int Bind();
+  // Loads the model on a background thread; /health turns 200 when done.
+  void StartLoading();
+  // Serves until Shutdown(); blocks the calling thread.
+  void Serve();
+  // Graceful: /health 503 and new requests 503; in-flight ones get up to `grace` to finish, then
+  // are cancelled; then the listener stops. Safe from any thread except a handler.
+  void Shutdown(std::chrono::milliseconds grace);
+
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  // Non-empty when loading failed (the server then keeps answering 503).
+  std::string load_error() const;
+
+ private:
+  void Routes();
+  void Load();
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::shared_ptr<GenerationContext> gen_;
+  std::unique_ptr<engine::LoadedModel> lm_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<engine::Scheduler> scheduler_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> load_done_{false};
+  mutable std::mutex load_mutex_;
+  std::string load_error_;
+  std::thread loader_;
+};
+
+}  // namespace bicache::server

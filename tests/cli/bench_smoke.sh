@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Smoke test of `bicache bench`: a tiny run of every cache mode on the random-weight golden model
+# with a hand-made depth table next to a temp copy; checks the JSON schema and the SVG.
+# Usage: bench_smoke.sh <bicache binary> <source dir>
+set -euo pipefail
+BIN="$1"
+SRC="$2"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+cp "$SRC/tests/data/golden/llada-tiny.gguf" "$TMP/m.gguf"
+# Depth table in DepthTable::Save's format (2 layers): depth 1 from r=0, depth 2 from r=10%.
+python3 - "$TMP/m.gguf.depth.json" <<'PY'
+import json, sys
+bins = [{"ratio_pct": 0, "samples": 3, "similarity": [0.99, 0.90]},
+        {"ratio_pct": 10, "samples": 3, "similarity": [0.995, 0.98]},
+        {"ratio_pct": 40, "samples": 2, "similarity": [0.999, 0.99]}]
+json.dump({"format": "bicache-depth-table/1",
+           "ratio_definition": "prefix tokens / (prefix + rest of prompt + mask canvas) tokens",
+           "threshold": 0.97, "n_layer": 2,
+           "points": [{"ratio_pct": 0, "depth": 1}, {"ratio_pct": 10, "depth": 2}],
+           "bins": bins}, open(sys.argv[1], "w"))
+PY
+
+"$BIN" bench -m "$TMP/m.gguf" --prefixes 2 --per-prefix 2 --gen-length 8 -t 2 \
+  --json "$TMP/out.json" --svg "$TMP/out.svg" > "$TMP/stdout.txt"
+cat "$TMP/stdout.txt"
+
+python3 - "$TMP/out.json" <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+modes = ["none", "llm", "dual", "bicache", "bicache+dual"]
+keys = ["tokens_per_s", "accuracy", "agreement", "accuracy_by_family", "forwards_per_request",
+        "hit_rate", "cache_bytes", "mean_depth", "requests_per_s", "answer_tokens_per_s"]
+for top in ["modes", "speedup_vs_none", "speedup_vs_dual", "settings", "depth_table", "efficiency"]:
+    assert top in j, "missing top-level key " + top
+def finite(x, where):
+    if isinstance(x, bool):
+        return
+    if isinstance(x, (int, float)):
+        assert math.isfinite(x), where + " is not finite"
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            finite(v, where + "." + k)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            finite(v, where + "[%d]" % i)
+    elif x is None:
+        raise AssertionError(where + " is null")
+finite(j, "json")
+n = j["settings"]["requests"]
+assert n == 4, n
+for m in modes:
+    assert m in j["modes"], "missing mode " + m
+    d = j["modes"][m]
+    for k in keys:
+        assert k in d, m + " lacks " + k
+    assert d["requests"] == n, (m, d["requests"])
+    assert d["tokens_per_s"] > 0 and d["seconds"] > 0, m
+    assert d["forwards_per_request"] > 0, m
+    assert 0 <= d["accuracy"] <= 1 and 0 <= d["agreement"] <= 1 and 0 <= d["hit_rate"] <= 1, m
+    assert m in j["speedup_vs_none"] and m in j["speedup_vs_dual"], m
+assert j["modes"]["none"]["agreement"] == 1.0
+assert j["modes"]["none"]["hit_rate"] == 0 and j["modes"]["none"]["cache_bytes"] == 0
+# 2 prefixes x 2 requests: the second request of each prefix hits in the prefix-caching modes.
+for m in ["llm", "bicache", "bicache+dual"]:
+    assert j["modes"][m]["hit_rate"] == 0.5, (m, j["modes"][m]["hit_rate"])
+    assert j["modes"][m]["cache_bytes"] > 0, m
+    assert j["modes"][m]["mean_depth"] >= 1, m
+assert j["depth_table"]["present"] and j["depth_table"]["max_depth"] == 2
+assert j["settings"]["block_length"] == 2  # dual included, no --block-length: gen/4
+assert j["efficiency"]["gemm_gflops"] > 0
+print("bench json ok")
+PY
+
+head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
+grep -q '</svg>' "$TMP/out.svg"
+echo "bench smoke ok"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `bicache eval` writes its JSON report (first 2 samples of each of the suite's 3 families), and
+# `bicache calibrate` writes a depth table next to (a copy of) the model that `generate --cache
+# bicache` then uses: the depth it reports is the table's depth for the request's ratio.
+set -euo pipefail
+BIN=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+cp "$SRC/tests/data/golden/llada-tiny.gguf" "$TMP/model.gguf"
+
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 2 --json "$TMP/eval.json" --cache bicache >"$TMP/eval.txt" 2>"$TMP/eval.err"
+cat "$TMP/eval.txt"
+python3 - "$TMP/eval.json" <<'PY' || fail=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ("n", "overall", "accuracy", "settings", "results"):
+    assert k in j, "missing key " + k
+assert j["n"] == 6, "n = %r, want 6" % j["n"]
+assert sorted(j["accuracy"]) == ["arith", "docqa", "rule"], j["accuracy"]
+assert len(j["results"]) == 6
+for r in j["results"]:
+    for k in ("id", "family", "answer", "expected", "correct", "depth", "prefix_tokens", "steps"):
+        assert k in r, "result missing " + k
+assert [r["family"] for r in j["results"]] == ["docqa"] * 2 + ["rule"] * 2 + ["arith"] * 2
+assert 0 <= j["overall"] <= 1
+assert j["settings"]["cache"] == "bicache" and j["settings"]["gen_length"] == 32
+print("ok   eval JSON has the required keys, n == 6, 2 per family in file order")
+PY
+for word in docqa rule arith overall "cache hit rate" "mean depth" "tokens/s"; do
+  grep -q "$word" "$TMP/eval.txt" || { echo "FAIL eval table lacks '$word'"; fail=1; }
+done
+# Same seed, same answers.
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 2 --json "$TMP/eval2.json" --cache bicache >/dev/null 2>&1
+python3 - "$TMP/eval.json" "$TMP/eval2.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert [r["answer"] for r in a["results"]] == [r["answer"] for r in b["results"]], "eval is not deterministic"
+print("ok   eval twice gives the same answers")
+PY
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 1 --families rule,arith --json - >"$TMP/fam.json" 2>/dev/null
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['n']==2 and sorted(j['accuracy'])==['arith','rule'], j; print('ok   --families rule,arith --limit 1 -> 2 samples')" "$TMP/fam.json" || fail=1
+rc=0
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --families nosuch >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- '--families' "$TMP/err"; then echo "ok   unknown family refused"; else echo "FAIL unknown family: exit $rc"; cat "$TMP/err"; fail=1; fi
+
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --limit 4 --out "$TMP/T.json" >"$TMP/cal.txt" 2>"$TMP/cal.err"
+cat "$TMP/cal.txt"
+grep -q 'ratio%' "$TMP/cal.txt" && grep -q 'depth table' "$TMP/cal.txt" && grep -qE '^ *[0-9]+-[0-9]+ +[0-9]+ +[01]\.[0-9]{3} ' "$TMP/cal.txt" \
+  && echo "ok   calibrate prints the curves and the step function" || { echo "FAIL calibrate output"; fail=1; }
+python3 - "$TMP/T.json" <<'PY' || fail=1
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["format"] == "bicache-depth-table/1" and t["n_layer"] == 2 and t["bins"], t
+assert all(len(b["similarity"]) == 2 for b in t["bins"])
+print("ok   calibrate wrote a table with %d bins, points %s" % (len(t["bins"]), t["points"]))
+PY
+
+# Without --out the table goes next to the model, where generate picks it up; same input, same table.
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --limit 4 >/dev/null 2>&1
+if cmp -s "$TMP/T.json" "$TMP/model.gguf.depth.json"; then echo "ok   default --out is MODEL.gguf.depth.json, same table"; else echo "FAIL default calibrate output differs or is missing"; fail=1; fi
+sys_prompt=$(python3 -c "print('Answer every question briefly and exactly, with no extra words. ' * 4)")
+"$BIN" generate -t 1 -m "$TMP/model.gguf" --system "$sys_prompt" --chat "Hi?" --cache bicache --json >"$TMP/gen.json"
+python3 - "$TMP/T.json" "$TMP/gen.json" <<'PY' || fail=1
+import json, sys
+t, g = (json.load(open(p)) for p in sys.argv[1:])
+c = g["cache"]
+assert "depth" in c, g
+want = 0
+for p in t["points"]:
+    if p["ratio_pct"] <= c["ratio"] * 100 + 1e-9:
+        want = p["depth"]
+assert c["depth"] == want, "depth %r, the table says %r at ratio %.3f" % (c["depth"], want, c["ratio"])
+print("ok   generate --cache bicache used the table: ratio %.3f -> depth %d" % (c["ratio"], c["depth"]))
+PY
+# The original golden file has no table next to it: bicache falls back to depth 0.
+"$BIN" generate -t 1 -m "$SRC/tests/data/golden/llada-tiny.gguf" --system "$sys_prompt" --chat "Hi?" --cache bicache --json >"$TMP/gen0.json"
+d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['cache']['depth'])" "$TMP/gen0.json")
+[[ -f $SRC/tests/data/golden/llada-tiny.gguf.depth.json || $d == 0 ]] && echo "ok   without a table: depth $d" || { echo "FAIL depth $d without a table"; fail=1; }
+
+exit $fail

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Invalid `bicache generate` requests are refused before any work, with a message naming the flag.
+# Our own checks exit 2 ("bicache: invalid argument: ..."); CLI11's own parse errors (e.g. two
+# mutually exclusive options) exit with CLI11's code (>= 100, < 128).
+set -euo pipefail
+BIN=$1
+SRC=$2
+M=$SRC/tests/data/golden/llada-tiny.gguf
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+
+# expect <label> <want-exit: 2 | cli11> <text the message must contain> -- args...
+expect() {
+  local label=$1 want=$2 needle=$3
+  shift 4
+  local rc=0
+  "$BIN" generate -m "$M" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+  local ok=1
+  if [[ $want == 2 ]]; then
+    [[ $rc -eq 2 ]] || ok=0
+    grep -q '^bicache: ' "$TMP/err" || ok=0
+  else
+    [[ $rc -ge 100 && $rc -lt 128 ]] || ok=0  # CLI11 ExitCodes range, not a signal
+  fi
+  grep -qF -- "$needle" "$TMP/err" || ok=0
+  if [[ $ok -eq 1 ]]; then
+    echo "ok   $label (exit $rc): $(head -n1 "$TMP/err")"
+  else
+    echo "FAIL $label: exit $rc (want $want), stderr must contain '$needle':"; cat "$TMP/err"; fail=1
+  fi
+}
+
+expect "block length not dividing gen length" 2 "--block-length" -- -p hi --gen-length 32 --block-length 5
+expect "steps not a multiple of the blocks"   2 "--steps" -- -p hi --gen-length 32 --block-length 8 --steps 6
+expect "zero steps"                           cli11 "--steps" -- -p hi --steps 0
+expect "zero block length"                    cli11 "--block-length" -- -p hi --block-length 0
+expect "negative gen length"                  2 "--gen-length" -- -p hi --gen-length -4
+expect "unknown algorithm"                    2 "--algorithm" -- -p hi --algorithm bogus
+expect "unknown cache mode"                   2 "--cache" -- -p hi --cache bogus
+expect "negative fixed depth"                 2 "--cache" -- -p hi --cache fixed:-1
+expect "threshold out of range"               2 "--threshold" -- -p hi --threshold 1.5
+expect "neither -p nor --chat"                2 "--prompt" --
+expect "--system without --chat"              2 "--system" -- -p hi --system sys
+expect "both -p and --chat"                   cli11 "--chat" -- -p hi --chat hi
+expect "non-numeric --steps"                  cli11 "--steps" -- -p hi --steps abc
+
+# A prompt longer than the golden model's 512-token context.
+long=$(python3 -c "print('the quick brown fox jumps over the lazy dog ' * 200)")
+expect "prompt longer than the context"       2 "context length" -- -p "$long"
+
+exit $fail

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `bicache serve` access and overload behaviour: --api-key (401 authentication_error, /health
+# open) and a full queue (429 + Retry-After; --max-queue 0 refuses every request, which makes the
+# overload path deterministic to test). Every wait is bounded in count.
+set -euo pipefail
+BIN=$1
+SRC=$2
+M=$SRC/tests/data/golden/llada-tiny.gguf
+TMP=$(mktemp -d)
+PID=
+cleanup() { [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+fail=0
+
+start() {  # start <extra flags...>: sets URL, waits for /health 200
+  "$BIN" serve -m "$M" --port 0 -t 2 "$@" >"$TMP/log" 2>&1 &
+  PID=$!
+  URL=
+  for _ in $(seq 1 300); do
+    URL=$(sed -n 's/^bicache: listening on \(http:[^ ]*\)$/\1/p' "$TMP/log")
+    [[ -n $URL ]] && break
+    sleep 0.1
+  done
+  [[ -n $URL ]] || { echo "FAIL: no listening line"; cat "$TMP/log"; exit 1; }
+  for _ in $(seq 1 300); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$URL/health") == 200 ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: /health never 200"; exit 1
+}
+stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
+check() {
+  local label=$1; shift
+  if "$@"; then echo "ok   $label"; else echo "FAIL $label: $(head -c 300 "$TMP/body" 2>/dev/null)"; fail=1; fi
+}
+jqtest() { jq -e "$1" "$TMP/body" >/dev/null 2>&1; }
+BODY='{"prompt":"hi","max_tokens":4}'
+
+start --api-key s3cret
+st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" -d "$BODY")
+check "no key: 401" [ "$st" = 401 ]
+check "no key: authentication_error" jqtest '.error.type == "authentication_error"'
+st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL/v1/models" -H 'Authorization: Bearer s3cre')
+check "wrong key: 401" [ "$st" = 401 ]
+st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" -H 'Authorization: Bearer s3cret' -d "$BODY")
+check "right key: 200" [ "$st" = 200 ]
+check "/health open without a key" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
+check "/metrics open without a key" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics")" = 200 ]
+stop
+
+start --max-queue 0
+st=$(curl -s -D "$TMP/headers" -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" -d "$BODY")
+check "full queue: 429" [ "$st" = 429 ]
+check "full queue: Retry-After" grep -qi '^retry-after:' "$TMP/headers"
+check "full queue: error body" jqtest '(.error.message | type == "string") and (.error.type | type == "string")'
+curl -s -o "$TMP/body" "$URL/metrics"
+check "rejections counted" grep -q '^bicache_requests_rejected_total{[^}]*} 1$' "$TMP/body"
+check "/health still 200" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
+stop
+exit $fail

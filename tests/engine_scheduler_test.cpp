@@ -1,0 +1,220 @@
+// Scheduler: continuous batching gives every request the canvas it gets alone, cancellation
+// releases cache pins, the queue is bounded, bad requests fail alone. No wall-time assertions:
+// waits are bounded only so a bug fails the test instead of hanging it.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "engine/loaded_model.h"
+#include "engine/scheduler.h"
+#include "test_util.h"
+
+namespace bicache::engine {
+namespace {
+
+using bicache::testing::DataPath;
+using namespace std::chrono_literals;
+
+// Collects one outcome per submission.
+struct Outcome {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  bool ok = false;
+  ErrorKind kind = ErrorKind::kInternal;
+  RequestResult result;
+  int steps_seen = 0;
+
+  RequestCallbacks Callbacks() {
+    RequestCallbacks cb;
+    cb.on_done = [this](const RequestResult& r) { Set(true, ErrorKind::kInternal, &r); };
+    cb.on_error = [this](const Error& e) { Set(false, e.kind(), nullptr); };
+    return cb;
+  }
+  void Set(bool success, ErrorKind k, const RequestResult* r) {
+    std::lock_guard<std::mutex> l(m);
+    ASSERT_FALSE(done) << "two outcomes for one request";
+    done = true;
+    ok = success;
+    kind = k;
+    if (r) result = *r;
+    cv.notify_all();
+  }
+  bool Wait() {
+    std::unique_lock<std::mutex> l(m);
+    return cv.wait_for(l, 120s, [&] { return done; });
+  }
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { lm_ = LoadedModel::Load(DataPath("golden/llada-tiny.gguf")); }
+
+  RequestOptions Options(int i) {
+    static const char* kModes[] = {"fixed:1", "none", "dual", "llm"};
+    Prompt p = lm_->ChatPrompt({{"system", "Shared document number " + std::to_string(i % 3) + " that many read."},
+                                {"user", "question " + std::to_string(i) + std::string(i % 5, '?')}});
+    RequestOptions o;
+    o.prompt = p.tokens;
+    o.prefix_len = p.prefix_len;
+    o.sampler.gen_length = 8;
+    o.sampler.steps = 8;
+    o.sampler.block_length = i % 2 ? 4 : 8;
+    o.sampler.temperature = 0.8f;
+    o.sampler.seed = 100 + i;
+    o.sampler.stop_ids = lm_->stop_ids();
+    o.cache = ParseCacheMode(kModes[i % 4]);
+    return o;
+  }
+
+  std::unique_ptr<LoadedModel> lm_;
+};
+
+TEST_F(SchedulerTest, BatchedWithAQuarterCancelledMidwayTheRestMatchAlone) {
+  constexpr int kN = 12;
+  std::vector<std::vector<int32_t>> alone;
+  {
+    Engine solo(lm_->model(), {});
+    for (int i = 0; i < kN; ++i) alone.push_back(solo.Run(Options(i)).canvas);
+  }
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 5, .max_queue = kN, .token_budget = 0});
+  // A cancel target cancels itself from its first on_step; it waits (bounded) for its handle to be
+  // published so the cancellation point is deterministic.
+  struct Slot {
+    std::mutex m;
+    std::condition_variable cv;
+    std::shared_ptr<Scheduler::Handle> h;
+  };
+  std::vector<Slot> slots(kN);
+  std::vector<Outcome> out(kN);
+  for (int i = 0; i < kN; ++i) {
+    RequestCallbacks cb = out[i].Callbacks();
+    if (i % 4 == 1) {
+      cb.on_step = [&, i](const Request& r) {
+        std::unique_lock<std::mutex> l(slots[i].m);
+        slots[i].cv.wait_for(l, 60s, [&] { return slots[i].h != nullptr; });
+        if (slots[i].h) slots[i].h->Cancel();
+      };
+    }
+    auto h = sched.Submit(Options(i), std::move(cb));
+    std::lock_guard<std::mutex> l(slots[i].m);
+    slots[i].h = h;
+    slots[i].cv.notify_all();
+  }
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE(out[i].Wait()) << i;
+    if (i % 4 == 1) {
+      EXPECT_FALSE(out[i].ok) << i;
+      EXPECT_EQ(out[i].kind, ErrorKind::kCancelled) << i;
+    } else {
+      ASSERT_TRUE(out[i].ok) << i;
+      EXPECT_EQ(out[i].result.canvas, alone[i]) << "request " << i;
+    }
+  }
+  sched.Stop();
+  SchedulerStats s = sched.stats();
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.finished, kN - kN / 4u);
+  EXPECT_EQ(s.cancelled, kN / 4u);
+  EXPECT_GT(s.iterations, 0u);
+  EXPECT_EQ(engine.cache_stats().total.bytes_pinned, 0u);
+  EXPECT_GT(engine.cache_stats().total.entries, 0u);
+}
+
+TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 1, .max_queue = 2, .token_budget = 0});
+  // The first request holds the worker inside its on_step until released, so the queue fills.
+  std::mutex m;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  Outcome first, b, c;
+  RequestCallbacks cb = first.Callbacks();
+  cb.on_step = [&](const Request&) {
+    std::unique_lock<std::mutex> l(m);
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(l, 60s, [&] { return release; });
+  };
+  sched.Submit(Options(0), std::move(cb));
+  {
+    std::unique_lock<std::mutex> l(m);
+    ASSERT_TRUE(cv.wait_for(l, 60s, [&] { return entered; }));
+  }
+  sched.Submit(Options(1), b.Callbacks());
+  sched.Submit(Options(2), c.Callbacks());
+  EXPECT_EQ(sched.stats().waiting, 2);
+  try {
+    Outcome d;
+    sched.Submit(Options(3), d.Callbacks());
+    ADD_FAILURE() << "queue full must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResource);
+  }
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+    cv.notify_all();
+  }
+  for (Outcome* o : {&first, &b, &c}) {
+    ASSERT_TRUE(o->Wait());
+    EXPECT_TRUE(o->ok);
+  }
+  EXPECT_EQ(sched.stats().rejected, 1u);
+}
+
+TEST_F(SchedulerTest, BadRequestFailsAloneAndTheWorkerKeepsServing) {
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {});
+  RequestOptions bad = Options(0);
+  bad.prompt.clear();  // Start throws kInvalidArgument
+  RequestOptions oob = Options(1);
+  oob.prompt[0] = 1 << 30;  // outside the vocabulary
+  Outcome o1, o2, o3;
+  sched.Submit(bad, o1.Callbacks());
+  sched.Submit(oob, o2.Callbacks());
+  sched.Submit(Options(2), o3.Callbacks());
+  for (Outcome* o : {&o1, &o2, &o3}) ASSERT_TRUE(o->Wait());
+  EXPECT_EQ(o1.kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(o2.kind, ErrorKind::kInvalidArgument);
+  EXPECT_TRUE(o3.ok);
+  EXPECT_EQ(sched.stats().failed, 2u);
+}
+
+TEST_F(SchedulerTest, StopWithoutGraceCancelsAndReleasesEverything) {
+  Engine engine(lm_->model(), {});
+  std::vector<Outcome> out(6);
+  {
+    Scheduler sched(engine, {.max_running = 2, .max_queue = 8, .token_budget = 0});
+    for (int i = 0; i < 6; ++i) sched.Submit(Options(i), out[i].Callbacks());
+    sched.Stop();
+    EXPECT_THROW(sched.Submit(Options(0), {}), Error);
+    SchedulerStats s = sched.stats();
+    EXPECT_EQ(s.finished + s.cancelled, 6u);
+  }
+  for (Outcome& o : out) {
+    ASSERT_TRUE(o.Wait());  // exactly one outcome each (Set asserts no second one)
+    if (!o.ok) {
+      EXPECT_EQ(o.kind, ErrorKind::kCancelled);
+    }
+  }
+  EXPECT_EQ(engine.cache_stats().total.bytes_pinned, 0u);
+}
+
+TEST_F(SchedulerTest, TokenBudgetStillAdmitsAnOversizedRequestAlone) {
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 4, .max_queue = 4, .token_budget = 1});
+  Outcome a, b;
+  sched.Submit(Options(0), a.Callbacks());
+  sched.Submit(Options(1), b.Callbacks());
+  ASSERT_TRUE(a.Wait());
+  ASSERT_TRUE(b.Wait());
+  EXPECT_TRUE(a.ok);
+  EXPECT_TRUE(b.ok);
+}
+
+}  // namespace
+}  // namespace bicache::engine
