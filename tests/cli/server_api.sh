@@ -6,26 +6,11 @@ set -euo pipefail
 BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
-TMP=$(mktemp -d)
-PID=
-cleanup() { [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
+source "$(dirname "$0")/lib/serve.sh"
 fail=0
 
-"$BIN" serve -m "$M" --host 127.0.0.1 --port 0 -t 2 --max-tokens-limit 64 --max-steps 64 \
-  --max-body-bytes 65536 --cache fixed:1 >"$TMP/log" 2>&1 &
-PID=$!
-URL=
-for _ in $(seq 1 300); do  # the listening line, then /health 200: at most 300 polls each
-  URL=$(sed -n 's/^bicache: listening on \(http:[^ ]*\)$/\1/p' "$TMP/log")
-  [[ -n $URL ]] && break
-  sleep 0.1
-done
-[[ -n $URL ]] || { echo "FAIL: no listening line"; cat "$TMP/log"; exit 1; }
-for _ in $(seq 1 300); do
-  [[ $(curl -s -o /dev/null -w '%{http_code}' "$URL/health") == 200 ]] && break
-  sleep 0.1
-done
+start_server "$BIN" -m "$M" -t 2 --max-tokens-limit 64 --max-steps 64 \
+  --max-body-bytes 65536 --cache fixed:1
 echo "server at $URL"
 
 # call <method> <path> <body-file-or-empty> -> status on stdout, body in $TMP/body

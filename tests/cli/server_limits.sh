@@ -6,28 +6,10 @@ set -euo pipefail
 BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
-TMP=$(mktemp -d)
-PID=
-cleanup() { [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
+source "$(dirname "$0")/lib/serve.sh"
 fail=0
 
-start() {  # start <extra flags...>: sets URL, waits for /health 200
-  "$BIN" serve -m "$M" --port 0 -t 2 "$@" >"$TMP/log" 2>&1 &
-  PID=$!
-  URL=
-  for _ in $(seq 1 300); do
-    URL=$(sed -n 's/^bicache: listening on \(http:[^ ]*\)$/\1/p' "$TMP/log")
-    [[ -n $URL ]] && break
-    sleep 0.1
-  done
-  [[ -n $URL ]] || { echo "FAIL: no listening line"; cat "$TMP/log"; exit 1; }
-  for _ in $(seq 1 300); do
-    [[ $(curl -s -o /dev/null -w '%{http_code}' "$URL/health") == 200 ]] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: /health never 200"; exit 1
-}
+start() { start_server "$BIN" -m "$M" -t 2 "$@"; }
 stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
 check() {
   local label=$1; shift

@@ -1,0 +1,27 @@
+# Sourced by the server tests: starts `bicache serve` on a free loopback port and waits (bounded:
+# at most 300 polls each for the listening line and /health 200). Sets TMP, PID and URL; the EXIT
+# trap stops the server and removes TMP. Usage: start_server BIN [serve flags...]
+TMP=$(mktemp -d)
+PID=
+URL=
+cleanup() { [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+start_server() {
+  local bin=$1
+  shift
+  "$bin" serve --host 127.0.0.1 --port 0 "$@" >"$TMP/log" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 300); do
+    URL=$(sed -n 's/^bicache: listening on \(http:[^ ]*\)$/\1/p' "$TMP/log")
+    [[ -n $URL ]] && break
+    sleep 0.1
+  done
+  [[ -n $URL ]] || { echo "FAIL: no listening line"; cat "$TMP/log"; exit 1; }
+  for _ in $(seq 1 300); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$URL/health") == 200 ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: /health never 200"
+  exit 1
+}
