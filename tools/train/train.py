@@ -124,7 +124,8 @@ class Batcher:
         return ids, is_ans, valid, first, isdoc
 
 
-def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None):
+def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
+                   eos_id=None, eos_weight=1.0):
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -151,8 +152,21 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     wfull = (1.0 / t)[:, None].expand(B, T)
     if forced is not None:
         wfull = torch.where(forced, torch.ones_like(wfull), wfull)
+    if eos_id is not None and eos_weight != 1.0:
+        # SFT rows: the last turn's canvas is ~30 <|eos|> padding targets that are
+        # trivial; normalising by all of them (and weighting them 1 each) left the
+        # retrieved value ~1/33 of an SFT row's loss, swamped by the full-mask rows,
+        # and the model never learned to copy from the prefix. Down-weight padding
+        # and normalise SFT rows by their content targets (value words + <|eot|>).
+        sft = ~full[:, None]
+        pad_t = (ids == eos_id) & sft
+        wfull = torch.where(pad_t, wfull * eos_weight, wfull)
+        cnt = torch.where(full, region.sum(1).float(),
+                          (region & ~pad_t).sum(1).float() + eos_weight * (region & pad_t).sum(1).float())
+    else:
+        cnt = region.sum(1).float()
     w = wfull[m]
-    norm = region.sum(1).clamp(min=1).float()[:, None].expand(B, T)[m]
+    norm = cnt.clamp(min=1)[:, None].expand(B, T)[m]
     acc = None
     if first is not None and isdoc is not None:
         sel = (first & ~full[:, None] & isdoc[:, None])[m]
@@ -251,6 +265,9 @@ def main():
     ap.add_argument("--eval-every", type=float, default=9.0, help="minutes")
     ap.add_argument("--save-every", type=float, default=5.0, help="minutes")
     ap.add_argument("--p-long", type=float, default=0.03)
+    ap.add_argument("--p-full", type=float, default=0.2, help="share of rows masked everywhere (pre-training style)")
+    ap.add_argument("--eos-weight", type=float, default=1.0,
+                    help="loss weight of the <|eos|> canvas padding targets in SFT rows (1 = plain LLaDA SFT; 0.05 tried)")
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--adaptive-threads", type=int, default=1)
@@ -316,7 +333,8 @@ def main():
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
         ids, is_ans, valid, first, isdoc = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
-        loss, dacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, first=first, isdoc=isdoc)
+        loss, dacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first, isdoc=isdoc,
+                                    eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight)
         if dacc is not None:
             acc_ema = 0.95 * acc_ema + 0.05 * dacc
             if acc_ema > args.raise_at and step - last_raise >= 50 and batcher.level < args.max_facts:
