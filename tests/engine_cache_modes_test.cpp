@@ -108,6 +108,30 @@ TEST_F(EngineModesTest, TinyBudgetEvictsButAnswersStayCorrect) {
   EXPECT_GT(small.cache_stats().insert_failures, 0u);
 }
 
+TEST_F(EngineModesTest, OneBudgetIsSharedByEveryDepthStore) {
+  // Measure one entry of each depth, then give the engine room for about one and a half.
+  Engine probe(lm_->model(), {});
+  probe.Run(Options(system_, "q", "fixed:1"));
+  const size_t one = probe.cache_stats().total.bytes_used;
+  probe.Run(Options(system_, "q", "fixed:2"));
+  const size_t two = probe.cache_stats().total.bytes_used - one;
+  ASSERT_GT(one, 0u);
+  ASSERT_GT(two, one);
+  const size_t budget = two + one / 2;
+  EngineOptions eo;
+  eo.cache_budget_bytes = budget;
+  Engine e(lm_->model(), std::move(eo));
+  for (int i = 0; i < 6; ++i) {
+    const std::string mode = i % 2 ? "fixed:2" : "fixed:1";
+    RequestResult r = e.Run(Options(system_ + std::to_string(i), "q", mode));
+    EXPECT_EQ(r.depth, i % 2 ? 2 : 1);  // each fits alone, so each request is served cached
+    const EngineCacheStats s = e.cache_stats();
+    EXPECT_LE(s.total.bytes_used, budget) << "after request " << i;
+    EXPECT_EQ(s.total.budget, budget);
+  }
+  EXPECT_GT(e.cache_stats().total.evictions, 0u);
+}
+
 TEST_F(EngineModesTest, BatchedRequestsGiveTheSameTextAsAlone) {
   Engine e(lm_->model(), {});
   std::vector<RequestOptions> opts = {Options(system_, "a?", "fixed:1"), Options("other prefix", "b?", "none"),

@@ -23,6 +23,28 @@ cache::PrefixStore& Engine::StoreFor(int layers_held) {
   return *slot;
 }
 
+void Engine::FitBudget(cache::PrefixStore* grown) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t budget = options_.cache_budget_bytes;
+  size_t total = 0;
+  for (const auto& [held, store] : stores_) total += store->stats().bytes_used;
+  if (total <= budget) return;
+  std::vector<cache::PrefixStore*> order;
+  for (const auto& [held, store] : stores_) {
+    if (store.get() != grown) order.push_back(store.get());
+  }
+  order.push_back(grown);
+  for (cache::PrefixStore* s : order) {
+    if (total <= budget) break;
+    const size_t used = s->stats().bytes_used;
+    const size_t over = total - budget;
+    // SetBudget evicts LRU-first down to the new budget as far as pins allow; then restore.
+    s->SetBudget(used > over ? used - over : 0);
+    s->SetBudget(budget);
+    total = total - used + s->stats().bytes_used;
+  }
+}
+
 int Engine::LayersHeldFor(const CacheMode& mode) const {
   const int L = model_.config().n_layer;
   switch (mode.prefix) {
@@ -87,6 +109,7 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
       try {
         pin = store.Insert(prompt.first(declared), std::move(payload));
         hit = false;
+        FitBudget(&store);
         std::lock_guard<std::mutex> lock(mutex_);
         ++prefix_builds_;
       } catch (const Error& e) {
@@ -193,8 +216,8 @@ EngineCacheStats Engine::cache_stats() const {
     s.total.entries += t.entries;
     s.total.bytes_used += t.bytes_used;
     s.total.bytes_pinned += t.bytes_pinned;
-    s.total.budget += t.budget;
   }
+  s.total.budget = options_.cache_budget_bytes;
   s.prefix_builds = prefix_builds_;
   s.insert_failures = insert_failures_;
   return s;

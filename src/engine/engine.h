@@ -2,8 +2,10 @@
 //
 // Prefix entries are kept in one PrefixStore per "layers held" (the deepest layer an entry may
 // serve: the table's maximum depth for bicache, B for fixed:B, every layer for llm), so modes
-// compared side by side in one process never hand each other entries of the wrong depth. Each
-// store has the configured byte budget.
+// compared side by side in one process never hand each other entries of the wrong depth. The
+// configured byte budget is shared by all stores: after an insert pushes the sum over budget,
+// unpinned entries are evicted (LRU within a store) from the other stores first, then from the
+// store that grew.
 #pragma once
 
 #include <functional>
@@ -20,7 +22,7 @@
 namespace bicache::engine {
 
 struct EngineOptions {
-  size_t cache_budget_bytes = 0;  // per store; 0 = cache::DefaultBudgetBytes()
+  size_t cache_budget_bytes = 0;  // shared by all stores; 0 = cache::DefaultBudgetBytes()
   DepthTable depth_table;         // for bicache mode; empty table = depth 0 everywhere
   // Audit: this fraction of requests that reuse a prefix also has its prefix K/V recomputed
   // without the cache at its first step, and the similarity actually seen is recorded next to
@@ -70,6 +72,8 @@ class Engine {
  private:
   cache::PrefixStore& StoreFor(int layers_held);
   int LayersHeldFor(const CacheMode& mode) const;
+  // Evicts unpinned entries until the stores together fit the budget (others before `grown`).
+  void FitBudget(cache::PrefixStore* grown);
 
   const model::Model& model_;
   EngineOptions options_;
