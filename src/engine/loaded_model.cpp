@@ -53,10 +53,10 @@ Prompt LoadedModel::ChatPrompt(const std::vector<tokenizer::ChatMessage>& messag
   const tokenizer::FormattedChat chat = tokenizer::FormatChat(chat_format(), messages);
   Prompt p;
   // Turn boundaries sit on special tokens, so encoding the two parts separately equals encoding
-  // the whole (tokenizer/chat.h).
-  p.tokens = tokenizer_->Encode(std::string_view(chat.text).substr(0, chat.prefix_bytes));
+  // the whole (tokenizer/chat.h). Message content is plain text: a user cannot forge a turn.
+  p.tokens = tokenizer::EncodeChat(*tokenizer_, chat, 0, chat.prefix_bytes);
   p.prefix_len = static_cast<int>(p.tokens.size());
-  const std::vector<int32_t> rest = tokenizer_->Encode(std::string_view(chat.text).substr(chat.prefix_bytes));
+  const std::vector<int32_t> rest = tokenizer::EncodeChat(*tokenizer_, chat, chat.prefix_bytes, chat.text.size());
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   return p;
 }

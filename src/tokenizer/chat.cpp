@@ -1,5 +1,7 @@
 #include "tokenizer/chat.h"
 
+#include <algorithm>
+
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 
@@ -82,45 +84,69 @@ FormattedChat FormatChat(ChatFormat format, const std::vector<ChatMessage>& mess
   CheckRoles(messages);
   FormattedChat out;
   std::string& s = out.text;
+  // Template markup is recorded as a special range (adjacent pieces merge); content is not.
+  auto markup = [&out, &s](std::string_view piece) {
+    if (piece.empty()) return;
+    if (!out.template_ranges.empty() && out.template_ranges.back().end == s.size()) {
+      out.template_ranges.back().end += piece.size();
+    } else {
+      out.template_ranges.push_back({s.size(), s.size() + piece.size()});
+    }
+    s += piece;
+  };
+  auto content = [&s](std::string_view piece) { s += piece; };
   switch (format) {
     case ChatFormat::kTiny:
       // tools/train/format.py CHAT_TEMPLATE: assistant content is written after one space,
       // matching how answers were tokenized in training (" " + answer).
-      s += "<|bos|>";
+      markup("<|bos|>");
       for (const ChatMessage& m : messages) {
         if (m.role == "user") out.prefix_bytes = s.size();
-        s += "<|" + m.role + "|>\n";
-        if (m.role == "assistant") s += " ";
-        s += m.content;
-        s += "<|eot|>";
+        markup("<|" + m.role + "|>\n");
+        if (m.role == "assistant") markup(" ");
+        content(m.content);
+        markup("<|eot|>");
       }
-      if (add_generation_prompt) s += "<|assistant|>\n";
+      if (add_generation_prompt) markup("<|assistant|>\n");
       break;
     case ChatFormat::kLlada:
       // LLaDA-8B-Instruct template: BOS before the first message only; content | trim.
-      s += "<|startoftext|>";
+      markup("<|startoftext|>");
       for (const ChatMessage& m : messages) {
         if (m.role == "user") out.prefix_bytes = s.size();
-        s += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n";
-        s += Trim(m.content);
-        s += "<|eot_id|>";
+        markup("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
+        content(Trim(m.content));
+        markup("<|eot_id|>");
       }
-      if (add_generation_prompt) s += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      if (add_generation_prompt) markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
       break;
     case ChatFormat::kDream:
       // Qwen2 ChatML: the default system prompt is inserted when the chat does not open with
       // a system message.
       if (messages.empty() || messages.front().role != "system") {
-        s += "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+        markup("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n");
       }
       for (const ChatMessage& m : messages) {
         if (m.role == "user") out.prefix_bytes = s.size();
-        s += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        markup("<|im_start|>" + m.role + "\n");
+        content(m.content);
+        markup("<|im_end|>\n");
       }
-      if (add_generation_prompt) s += "<|im_start|>assistant\n";
+      if (add_generation_prompt) markup("<|im_start|>assistant\n");
       break;
   }
   return out;
+}
+
+std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat, size_t begin, size_t end) {
+  end = std::min(end, chat.text.size());
+  begin = std::min(begin, end);
+  std::vector<ByteRange> ranges;  // template ranges clipped to [begin, end), relative to begin
+  for (const ByteRange& r : chat.template_ranges) {
+    const size_t b = std::max(r.begin, begin), e = std::min(r.end, end);
+    if (b < e) ranges.push_back({b - begin, e - begin});
+  }
+  return tok.EncodeWithSpecialRanges(std::string_view(chat.text).substr(begin, end - begin), ranges);
 }
 
 }  // namespace bicache::tokenizer

@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <queue>
@@ -22,31 +23,43 @@ Tokenizer::Tokenizer(const TokenizerData& data)
       chat_template_(data.chat_template) {}
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool parse_special) const {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 1);
   if (!parse_special) {
+    std::vector<int32_t> out;
     EncodePlain(text, &out);
     return out;
   }
-  // Scan for special-token strings; cost O(len * specials sharing the first byte).
-  size_t plain_start = 0, pos = 0;
-  while (pos < text.size()) {
-    int32_t hit = -1;
-    for (int32_t id : vocab_.SpecialsStartingWith(static_cast<uint8_t>(text[pos]))) {
-      const std::string& s = vocab_.Text(id);
-      if (text.size() - pos >= s.size() && std::memcmp(text.data() + pos, s.data(), s.size()) == 0) {
-        hit = id;  // list is longest-first, so the first hit is the longest
-        break;
+  const ByteRange all{0, text.size()};
+  return EncodeWithSpecialRanges(text, std::span<const ByteRange>(&all, 1));
+}
+
+std::vector<int32_t> Tokenizer::EncodeWithSpecialRanges(std::string_view text,
+                                                        std::span<const ByteRange> special_ranges) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 1);
+  // Scan the ranges for special-token strings; cost O(range bytes * specials sharing the first
+  // byte). Text outside the ranges is skipped over and joins the surrounding plain run.
+  size_t plain_start = 0;
+  for (const ByteRange& r : special_ranges) {
+    const size_t end = std::min(r.end, text.size());
+    size_t pos = std::max(r.begin, plain_start);
+    while (pos < end) {
+      int32_t hit = -1;
+      for (int32_t id : vocab_.SpecialsStartingWith(static_cast<uint8_t>(text[pos]))) {
+        const std::string& s = vocab_.Text(id);
+        if (end - pos >= s.size() && std::memcmp(text.data() + pos, s.data(), s.size()) == 0) {
+          hit = id;  // list is longest-first, so the first hit is the longest
+          break;
+        }
       }
+      if (hit < 0) {
+        ++pos;
+        continue;
+      }
+      EncodePlain(text.substr(plain_start, pos - plain_start), &out);
+      out.push_back(hit);
+      pos += vocab_.Text(hit).size();
+      plain_start = pos;
     }
-    if (hit < 0) {
-      ++pos;
-      continue;
-    }
-    EncodePlain(text.substr(plain_start, pos - plain_start), &out);
-    out.push_back(hit);
-    pos += vocab_.Text(hit).size();
-    plain_start = pos;
   }
   EncodePlain(text.substr(plain_start), &out);
   return out;

@@ -24,6 +24,11 @@ class GgufFile;
 
 namespace bicache::tokenizer {
 
+// A byte range [begin, end) of some text.
+struct ByteRange {
+  size_t begin = 0, end = 0;
+};
+
 class Tokenizer {
  public:
   // Validates everything; throws Error(kModel) naming the key, or Error(kUnsupported) for an
@@ -37,6 +42,13 @@ class Tokenizer {
   // parse_special=false, special-token strings in the text are encoded as ordinary text, which
   // is what untrusted user content should get.
   std::vector<int32_t> Encode(std::string_view text, bool parse_special = true) const;
+  // As Encode, but a special-token string becomes its token only where it lies wholly inside one
+  // of `special_ranges` (sorted, disjoint, within text); everywhere else it is ordinary text.
+  // Ordinary text between two specials is encoded as one run whichever ranges it crosses, so the
+  // ids equal Encode(text) whenever no special string occurs outside the ranges. Chat prompts use
+  // this: template markup is special, message content never is (tokenizer/chat.h).
+  std::vector<int32_t> EncodeWithSpecialRanges(std::string_view text,
+                                               std::span<const ByteRange> special_ranges) const;
 
   // Raw bytes of one token: "" for a control token when skip_special. Out-of-range ids throw
   // Error(kInvalidArgument).
