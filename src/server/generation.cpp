@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "server/connection_watch.h"
 #include "tokenizer/utf8.h"
 
 namespace bicache::server {
@@ -228,9 +229,14 @@ void HandleGeneration(const httplib::Request& req, httplib::Response& res, const
         [sh](bool) { sh->handle->Cancel(); });
     return;
   }
+  // The scheduler delivers exactly one outcome per request, also on shutdown, so this ends. While
+  // waiting, a client that hangs up cancels its request (freeing its batch slot and cache pin);
+  // see server/connection_watch.h for how the handler sees its socket.
+  const std::optional<ConnectionWatch> watch = ConnectionWatch::Find(req);
   std::unique_lock<std::mutex> l(sh->m);
-  // The scheduler delivers exactly one outcome per request, also on shutdown, so this ends.
-  sh->cv.wait(l, [&] { return sh->finished; });
+  while (!sh->cv.wait_for(l, 100ms, [&] { return sh->finished; })) {
+    if (watch && !sh->handle->cancelled() && watch->PeerGone()) sh->handle->Cancel();
+  }
   if (sh->error) return SendError(res, *sh->error);
   const engine::RequestResult& r = sh->result;
   const std::string text = ctx.lm->Detokenize(r.answer);
