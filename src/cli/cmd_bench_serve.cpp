@@ -16,6 +16,8 @@
 //   prefix hit     = vllm:gpu_prefix_cache_hits_total / queries_total over the mode's turns (prompt
 //                    tokens served from a cached prefix); request hit = share of responses with
 //                    bicache.hit (their prefix entry was found, not built)
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -152,6 +154,7 @@ Runner AddBenchServe(CLI::App& app) {
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
   return [=]() {
     ApplyThreads(o->threads);
+    signal(SIGPIPE, SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
     // ---- modes and settings (validated before anything loads) ----
     std::vector<ModeStats> modes;
     bool any_dual = false;
