@@ -18,8 +18,11 @@ run: build
 
 # Test processes run side by side (-j), so each gets one OpenMP thread unless told otherwise:
 # several processes each spinning on every core would oversubscribe the machine.
+# Then the hardening stages (docs/hardening.md): ASan+UBSan build running the whole suite,
+# TSan build running the concurrency tests, each fuzz target for FUZZ_SECONDS (default 60).
 test: build
 	cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} ctest --output-on-failure -j $(JOBS)
+	JOBS=$(JOBS) bash scripts/hardening.sh
 
 model: deps
 	bash tools/train/make_model.sh

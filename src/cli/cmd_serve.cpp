@@ -35,6 +35,9 @@ Runner AddServe(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--default-max-tokens", o->s.limits.default_max_tokens, "max_tokens when a request omits it")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-prompt-tokens", o->s.limits.max_prompt_tokens,
+                  "largest prompt in tokens (0 = the model's context)")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--max-steps", o->s.limits.max_steps, "largest steps accepted")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-queue", o->s.max_queue, "requests waiting beyond the batch; more get 429")
       ->check(CLI::Range(0, 1 << 16));

@@ -37,6 +37,22 @@ std::string FlagsToFields(std::string msg, std::string* param) {
   return msg;
 }
 
+// A client's value as quoted in an error message: short, and never a dump of a structure. The
+// serializer recurses per nesting level, so dumping a body nested ~100k deep (well inside the body
+// limit) overflowed the handler thread's stack (found by fuzz/api_request; the input is kept in
+// fuzz/regressions/api_request/).
+std::string Shown(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  std::string s = v.dump();
+  if (s.size() > 80) {
+    size_t cut = 77;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
+    s = s.substr(0, cut) + "...";
+  }
+  return s;
+}
+
 const json* Field(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return nullptr;  // null = absent, as OpenAI treats it
@@ -52,7 +68,7 @@ int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64
   if (v->is_number_integer() || v->is_number_unsigned()) {
     if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + ", got " + v->dump(), key);
+                     std::to_string(hi) + ", got " + Shown(*v), key);
     }
     const int64_t i = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
     if (i < lo || i > hi) {
@@ -64,17 +80,17 @@ int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64
   if (v->is_number_float() && std::isfinite(d = v->get<double>()) && d == std::floor(d)) {
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + ", got " + v->dump(), key);
+                     std::to_string(hi) + ", got " + Shown(*v), key);
     }
     return static_cast<int64_t>(d);
   }
-  BadRequest("'" + std::string(key) + "' must be an integer, got " + v->dump(), key);
+  BadRequest("'" + std::string(key) + "' must be an integer, got " + Shown(*v), key);
 }
 
 double GetNumber(const json& body, const char* key, double def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_number()) BadRequest("'" + std::string(key) + "' must be a number, got " + v->dump(), key);
+  if (!v->is_number()) BadRequest("'" + std::string(key) + "' must be a number, got " + Shown(*v), key);
   const double d = v->get<double>();
   if (!std::isfinite(d)) BadRequest("'" + std::string(key) + "' must be finite", key);
   return d;
@@ -83,14 +99,14 @@ double GetNumber(const json& body, const char* key, double def) {
 bool GetBool(const json& body, const char* key, bool def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_boolean()) BadRequest("'" + std::string(key) + "' must be a boolean, got " + v->dump(), key);
+  if (!v->is_boolean()) BadRequest("'" + std::string(key) + "' must be a boolean, got " + Shown(*v), key);
   return v->get<bool>();
 }
 
 std::string GetString(const json& body, const char* key, const std::string& def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_string()) BadRequest("'" + std::string(key) + "' must be a string, got " + v->dump(), key);
+  if (!v->is_string()) BadRequest("'" + std::string(key) + "' must be a string, got " + Shown(*v), key);
   return v->get<std::string>();
 }
 
@@ -99,13 +115,13 @@ std::vector<int32_t> TokenArray(const json& arr, const char* key, int32_t n_voca
   ids.reserve(arr.size());
   for (const json& t : arr) {
     if (!t.is_number_integer() && !t.is_number_unsigned()) {
-      BadRequest("'" + std::string(key) + "' must be a string or an array of token ids; got element " + t.dump(), key);
+      BadRequest("'" + std::string(key) + "' must be a string or an array of token ids; got element " + Shown(t), key);
     }
     // Compare as 64-bit before narrowing: a huge or negative id must not wrap into the vocabulary.
     const bool in = t.is_number_unsigned() ? t.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
                                            : (t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab);
     if (!in) {
-      BadRequest("token id " + t.dump() + " in '" + key + "' is outside the vocabulary [0, " +
+      BadRequest("token id " + Shown(t) + " in '" + key + "' is outside the vocabulary [0, " +
                      std::to_string(n_vocab) + ")", key);
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
@@ -133,7 +149,7 @@ std::string MessageContent(const json& msg, size_t i, const std::string& role) {
     }
     return text;
   }
-  BadRequest("'" + param + "' must be a string or an array of text parts, got " + it->dump(), param);
+  BadRequest("'" + param + "' must be a string or an array of text parts, got " + Shown(*it), param);
 }
 
 engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
@@ -145,7 +161,7 @@ engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
     const std::string p = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) BadRequest("'" + p + "' must be an object, got " + m.dump(), p);
+    if (!m.is_object()) BadRequest("'" + p + "' must be an object, got " + Shown(m), p);
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) BadRequest("'" + p + ".role' must be a string", p + ".role");
     const std::string r = role->get<std::string>();
@@ -182,7 +198,7 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
     const std::vector<int32_t> ids = TokenArray(*p, "prompt", n_vocab);
     out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
   } else {
-    BadRequest("'prompt' must be a string or an array of token ids, got " + p->dump(), "prompt");
+    BadRequest("'prompt' must be a string or an array of token ids, got " + Shown(*p), "prompt");
   }
   if (out.tokens.empty()) BadRequest("'prompt' must not be empty", "prompt");
   return out;
@@ -235,6 +251,11 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   const engine::Prompt prompt = chat ? ChatPromptFrom(body, lm) : CompletionPromptFrom(body, lm);
   const int context = lm.model().config().context_length;
   const int P = static_cast<int>(prompt.tokens.size());
+  if (limits.max_prompt_tokens > 0 && P > limits.max_prompt_tokens) {
+    BadRequest("the prompt has " + std::to_string(P) + " tokens, more than this server accepts (" +
+                   std::to_string(limits.max_prompt_tokens) + ")",
+               chat ? "messages" : "prompt", "prompt_too_long");
+  }
   if (P >= context) ContextError(context, P, Field(body, "max_tokens") ? 1 : 0);
 
   // max_tokens is range-checked before the context check so a negative value reads as such.
@@ -278,7 +299,7 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
     BadRequest(msg, param);
   }
   if (const json* c = Field(body, "cache")) {
-    if (!c->is_string()) BadRequest("'cache' must be a string, got " + c->dump(), "cache");
+    if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
     try {
       r.options.cache = engine::ParseCacheMode(c->get<std::string>());
     } catch (const Error& e) {

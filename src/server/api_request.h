@@ -42,6 +42,7 @@ struct ServerLimits {
   int max_tokens_limit = 1024;   // largest max_tokens (canvas length) accepted
   int default_max_tokens = 64;   // when max_tokens is absent (clipped to the context left)
   int max_steps = 1024;          // largest steps accepted
+  int max_prompt_tokens = 0;     // largest prompt in tokens (0 = only the model's context bounds it)
   engine::CacheMode default_cache{engine::PrefixReuse::kBicache, 0, false};
 };
 
