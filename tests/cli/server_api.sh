@@ -7,7 +7,6 @@ BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
-fail=0
 
 start_server "$BIN" -m "$M" -t 2 --max-tokens-limit 64 --max-steps 64 \
   --max-body-bytes 65536 --cache fixed:1
@@ -19,11 +18,6 @@ call() {
   [[ -n ${3:-} ]] && args+=(--data-binary "@$3")
   curl "${args[@]}"
 }
-check() {  # check <label> <cond...>
-  local label=$1; shift
-  if "$@"; then echo "ok   $label"; else echo "FAIL $label: $(head -c 400 "$TMP/body")"; fail=1; fi
-}
-jqtest() { jq -e "$1" "$TMP/body" >/dev/null 2>&1; }
 
 # ---- happy paths ---------------------------------------------------------------------------
 st=$(call GET /v1/models)

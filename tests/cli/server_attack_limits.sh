@@ -9,15 +9,8 @@ BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
-fail=0
 
 start() { start_server "$BIN" -m "$M" -t 1 "$@"; }
-stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
-check() {  # check <label> <cond...>
-  local label=$1; shift
-  if "$@"; then echo "ok   $label"; else echo "FAIL $label: $(head -c 300 "$TMP/body" 2>/dev/null)"; fail=1; fi
-}
-jqtest() { jq -e "$1" "$TMP/body" >/dev/null 2>&1; }
 # post <path> <body> -> status on stdout, body in $TMP/body
 post() {
   printf '%s' "$2" >"$TMP/req"

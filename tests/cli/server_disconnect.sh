@@ -8,11 +8,6 @@ BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
-fail=0
-check() {
-  local label=$1; shift
-  if "$@"; then echo "ok   $label"; else echo "FAIL $label"; fail=1; fi
-}
 metric() { sed -n "s/^$1{[^}]*} //p" "$TMP/metrics"; }
 
 start_server "$BIN" -m "$M" -t 1 --max-tokens-limit 1024 --max-steps 4096

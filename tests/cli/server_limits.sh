@@ -7,15 +7,8 @@ BIN=$1
 SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
-fail=0
 
 start() { start_server "$BIN" -m "$M" -t 2 "$@"; }
-stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
-check() {
-  local label=$1; shift
-  if "$@"; then echo "ok   $label"; else echo "FAIL $label: $(head -c 300 "$TMP/body" 2>/dev/null)"; fail=1; fi
-}
-jqtest() { jq -e "$1" "$TMP/body" >/dev/null 2>&1; }
 BODY='{"prompt":"hi","max_tokens":4}'
 
 start --api-key s3cret

@@ -1,6 +1,8 @@
 # Sourced by the server tests: starts `bicache serve` on a free loopback port and waits (bounded:
 # at most 300 polls each for the listening line and /health 200). Sets TMP, PID and URL; the EXIT
 # trap stops the server and removes TMP. Usage: start_server BIN [serve flags...]
+# Also the shared assertions: check LABEL CMD... (prints ok/FAIL with the last response body in
+# $TMP/body, sets fail=1), jqtest FILTER (jq on $TMP/body) and stop (SIGTERM, wait).
 TMP=$(mktemp -d)
 PID=
 URL=
@@ -25,3 +27,12 @@ start_server() {
   echo "FAIL: /health never 200"
   exit 1
 }
+
+stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
+
+fail=0
+check() {  # check <label> <cond...>
+  local label=$1; shift
+  if "$@"; then echo "ok   $label"; else echo "FAIL $label: $(head -c 400 "$TMP/body" 2>/dev/null)"; fail=1; fi
+}
+jqtest() { jq -e "$1" "$TMP/body" >/dev/null 2>&1; }
