@@ -321,6 +321,22 @@ TEST(PrefixStore, SetBudgetShrinksDownToThePins) {
   store.VerifyInvariants();
 }
 
+TEST(PrefixStore, EvictDownToKeepsTheBudgetAndSparesPins) {
+  PrefixStore store(400);
+  const Tokens a = Range(1, 3), b = Range(10, 13), c = Range(20, 23);
+  Add(store, a, 100);
+  Add(store, b, 100);
+  Add(store, c, 100);
+  EXPECT_EQ(store.EvictDownTo(150), 100u);  // a and b, the least recent
+  EXPECT_EQ(store.stats().budget, 400u);
+  EXPECT_FALSE(Cached(store, a));
+  EXPECT_FALSE(Cached(store, b));
+  std::optional<PrefixPin> held = store.Lookup(c, 100);
+  EXPECT_EQ(store.EvictDownTo(0), 100u);  // c is pinned
+  EXPECT_EQ(store.stats().evictions, 2u);
+  store.VerifyInvariants();
+}
+
 TEST(PrefixStore, EvictedAndAbandonedPayloadsAreFreed) {
   std::weak_ptr<const FakePayload> evicted, unpinned, pinned;
   std::optional<PrefixPin> survivor;

@@ -96,6 +96,13 @@ void PrefixStore::SetBudget(size_t budget_bytes) {
   state_->EvictUntilFits(0, retired);
 }
 
+size_t PrefixStore::EvictDownTo(size_t bytes) {
+  RetiredPayloads retired;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->EvictDownTo(bytes, retired);
+  return state_->bytes_used;
+}
+
 PrefixStoreStats PrefixStore::stats() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   const PrefixStoreState& s = *state_;

@@ -64,6 +64,10 @@ class PrefixStore {
   // Changes the budget, evicting unpinned entries (LRU first) down to it as far as pins allow.
   void SetBudget(size_t budget_bytes);
 
+  // Evicts unpinned entries (LRU first) until at most `bytes` are used or only pinned entries are
+  // left, without changing the budget (for a budget shared by several stores). Returns bytes_used.
+  size_t EvictDownTo(size_t bytes);
+
   // A consistent snapshot (taken under the lock).
   PrefixStoreStats stats() const;
 

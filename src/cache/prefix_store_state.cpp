@@ -23,8 +23,12 @@ void PrefixStoreState::Unpin(PrefixEntry& entry, RetiredPayloads& retired) {
 }
 
 void PrefixStoreState::EvictUntilFits(size_t incoming_bytes, RetiredPayloads& retired) {
+  EvictDownTo(incoming_bytes < budget ? budget - incoming_bytes : 0, retired);
+}
+
+void PrefixStoreState::EvictDownTo(size_t limit, RetiredPayloads& retired) {
   auto it = lru.begin();
-  while (it != lru.end() && bytes_used + incoming_bytes > budget) {
+  while (it != lru.end() && bytes_used > limit) {
     PrefixEntry* entry = *it++;  // advance first: Evict erases the entry's list node
     if (entry->pins == 0) Evict(*entry, retired);
   }

@@ -41,6 +41,9 @@ struct PrefixStoreState {
   // is left. Evicting an entry that has nested entries below it is fine: in a bidirectional model
   // each prefix's K/V are computed from that prefix alone, so entries never share payload data.
   void EvictUntilFits(size_t incoming_bytes, RetiredPayloads& retired);
+  // Evicts unpinned entries, least recently used first, until bytes_used <= limit or only pinned
+  // entries are left.
+  void EvictDownTo(size_t limit, RetiredPayloads& retired);
   void Evict(PrefixEntry& entry, RetiredPayloads& retired);
   PrefixEntry* EntryById(uint64_t id) const;
 

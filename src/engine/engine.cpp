@@ -38,10 +38,7 @@ void Engine::FitBudget(cache::PrefixStore* grown) {
     if (total <= budget) break;
     const size_t used = s->stats().bytes_used;
     const size_t over = total - budget;
-    // SetBudget evicts LRU-first down to the new budget as far as pins allow; then restore.
-    s->SetBudget(used > over ? used - over : 0);
-    s->SetBudget(budget);
-    total = total - used + s->stats().bytes_used;
+    total = total - used + s->EvictDownTo(used > over ? used - over : 0);
   }
 }
 
