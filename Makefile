@@ -18,12 +18,12 @@ run: build
 
 # Test processes run side by side (-j), so each gets one OpenMP thread unless told otherwise:
 # several processes each spinning on every core would oversubscribe the machine.
-# Then the libFuzzer build, each target for FUZZ_SECONDS (default 20 here). The sanitizer builds
-# (ASan+UBSan whole suite ~26 min, TSan concurrency tests) are `make hardening` (docs/hardening.md):
-# with them the 2-core CI box would need over an hour.
+# Then the hardening stages (docs/hardening.md): the whole suite again under ASan+UBSan, the
+# concurrency tests under TSan, and each libFuzzer target for FUZZ_SECONDS (default 20 here).
+# HARDENING_SKIP=1 make test runs the ordinary suite only (quick local runs).
 test: build
 	cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} ctest --output-on-failure -j $(JOBS)
-	JOBS=$(JOBS) FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/hardening.sh fuzz
+	JOBS=$(JOBS) FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/hardening.sh asan tsan fuzz
 
 # Every hardening stage: ASan+UBSan, TSan, fuzzing (FUZZ_SECONDS default 60).
 hardening: deps
