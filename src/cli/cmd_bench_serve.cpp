@@ -125,7 +125,7 @@ Runner AddBenchServe(CLI::App& app) {
   struct Opts {
     std::string model, suite, url, json, modes = "none,bicache,dual,bicache+dual";
     int clients = 8, requests = 32, rounds = 2, prefixes = 4, per_prefix = 4, threads = 0;
-    int max_tokens = 32, steps = 0, block_length = 0, max_running = 0;
+    int max_tokens = 32, steps = 0, block_length = 0, max_running = 0, refresh = 0;
     double duration = 120, cache_budget_mb = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -146,6 +146,8 @@ Runner AddBenchServe(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "denoising steps (default: max_tokens)")->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--block-length", o->block_length,
                   "block length (default: max_tokens/4 with a dual mode, else max_tokens)")
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--refresh", o->refresh, "bicache: refresh interval R sent with every request (0 = off)")
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--max-running", o->max_running, "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));
@@ -205,6 +207,7 @@ Runner AddBenchServe(CLI::App& app) {
                 {"max_tokens", o->max_tokens},
                 {"steps", steps},
                 {"block_length", block},
+                {"refresh", o->refresh},
                 {"temperature", 0}};
       bodies.push_back(b.dump());
     }
@@ -354,9 +357,9 @@ Runner AddBenchServe(CLI::App& app) {
     auto tps = [](const ModeStats& m) { return m.seconds > 0 ? m.canvas_tokens / m.seconds : 0.0; };
     json jmodes = json::object(), vs_none = json::object();
     int total_errors = 0;
-    std::printf("%d clients, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, %zu prefixes x %d, "
+    std::printf("%d clients, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, refresh %d, %zu prefixes x %d, "
                 "mean prompt %.0f tokens (prefix %.0f)\n",
-                o->clients, o->requests, o->rounds, o->max_tokens, steps, block, w.groups.size(), o->per_prefix,
+                o->clients, o->requests, o->rounds, o->max_tokens, steps, block, o->refresh, w.groups.size(), o->per_prefix,
                 mean_prompt, mean_prefix);
     std::printf("%-14s %6s %6s %9s %7s %7s %9s %9s %8s %8s\n", "mode", "reqs", "errors", "tok/s", "x none", "req/s",
                 "p50 ms", "p99 ms", "pfx hit", "req hit");
@@ -403,6 +406,7 @@ Runner AddBenchServe(CLI::App& app) {
             {"max_tokens", o->max_tokens},
             {"steps", steps},
             {"block_length", block},
+            {"refresh", o->refresh},
             {"prefixes", w.groups.size()},
             {"per_prefix", o->per_prefix},
             {"mean_prompt_tokens", mean_prompt},

@@ -29,6 +29,9 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--api-key", o->s.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
   cmd->add_option("--model-id", o->s.model_id, "model id reported by /v1/models (default: file name)");
   cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
+  cmd->add_option("--refresh", o->s.limits.default_refresh,
+                  "bicache: default refresh interval R for requests without a 'refresh' field (0 = off)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb, "prefix cache budget (default: 25% of free memory)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens-limit", o->s.limits.max_tokens_limit, "largest max_tokens accepted")

@@ -308,6 +308,7 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   } else {
     r.options.cache = limits.default_cache;
   }
+  r.options.refresh_interval = static_cast<int>(GetInt(body, "refresh", limits.default_refresh, 0, limits.max_steps));
   if (s.cfg_scale > 0 && r.options.cache.reuses_prefix()) {
     BadRequest("'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or \"dual\"", "cfg");
   }

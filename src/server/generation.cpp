@@ -90,7 +90,7 @@ struct Shared {
 
 json CacheInfo(const engine::RequestResult& r, const engine::RequestOptions& o) {
   return {{"mode", o.cache.ToString()}, {"prefix_tokens", r.prefix_used}, {"depth", r.depth},
-          {"hit", r.prefix_hit}, {"steps", r.steps}};
+          {"hit", r.prefix_hit}, {"steps", r.steps}, {"refresh", o.refresh_interval}};
 }
 
 // The SSE side of one streaming request; lives in the content provider.

@@ -44,6 +44,11 @@ check "chat 200" [ "$st" = 200 ]
 check "chat body" jqtest '.object == "chat.completion" and .choices[0].message.role == "assistant" and (.choices[0].message.content | type == "string")'
 st=$(call POST /v1/chat/completions "$TMP/chat.json")
 check "chat prefix reused (fixed:1)" jqtest '.bicache.hit == true and .bicache.depth == 1'
+check "refresh off by default" jqtest '.bicache.refresh == 0'
+jq '. + {"refresh": 4}' "$TMP/chat.json" >"$TMP/chat_r.json"
+st=$(call POST /v1/chat/completions "$TMP/chat_r.json")
+check "chat with refresh 200" [ "$st" = 200 ]
+check "refresh echoed" jqtest '.bicache.refresh == 4 and .bicache.hit == true and (.choices[0].message.content | type == "string")'
 
 echo '{"messages":[{"role":"user","content":"stream me"}],"max_tokens":16,"block_length":4,"stream":true,"stream_options":{"include_usage":true}}' >"$TMP/s.json"
 curl -s -N --max-time 120 "$URL/v1/chat/completions" -H 'Content-Type: application/json' --data-binary "@$TMP/s.json" >"$TMP/sse"
@@ -113,6 +118,10 @@ bad "seed negative" $C 400 '{"prompt": "x", "seed": -1}'
 bad "threshold 1" $C 400 '{"prompt": "x", "threshold": 1}'
 bad "unknown algorithm" $C 400 '{"prompt": "x", "algorithm": "beam"}'
 bad "unknown cache mode" $C 400 '{"prompt": "x", "cache": "fixed:-1"}'
+bad "refresh negative" $C 400 '{"prompt": "x", "refresh": -1}'
+check "refresh error names it" jqtest '.error.param == "refresh"'
+bad "refresh over max steps" $C 400 '{"prompt": "x", "refresh": 65}'
+bad "refresh not integer" $C 400 '{"prompt": "x", "refresh": 2.5}'
 bad "stream not bool" $C 400 '{"prompt": "x", "stream": "yes"}'
 bad "n = 2" $C 400 '{"prompt": "x", "n": 2}'
 bad "prefix not string" $C 400 '{"prompt": "x", "prefix": 3}'
