@@ -31,16 +31,18 @@ void CopyPrefixInto(const PrefixKvPayload& prefix, int depth, model::SeqKv* requ
   const int L = static_cast<int>(request_kv->layers.size());
   for (int l = 0; l < depth; ++l) {
     model::LayerKv& dst = request_kv->layers[l];
+    const model::LayerKv& src = prefix.kv.layers[l];
+    // Copy the prefix rows, then grow: only the rows after the prefix are zero-filled.
+    dst.k.assign(src.k.begin(), src.k.begin() + static_cast<ptrdiff_t>(p) * kv_dim);
+    dst.v.assign(src.v.begin(), src.v.begin() + static_cast<ptrdiff_t>(p) * kv_dim);
     dst.k.resize(static_cast<size_t>(n) * kv_dim);
     dst.v.resize(static_cast<size_t>(n) * kv_dim);
-    const model::LayerKv& src = prefix.kv.layers[l];
-    std::copy_n(src.k.begin(), static_cast<size_t>(p) * kv_dim, dst.k.begin());
-    std::copy_n(src.v.begin(), static_cast<size_t>(p) * kv_dim, dst.v.begin());
   }
   if (depth > 0 && depth < L) {
     auto& dst = request_kv->hidden[depth];
+    const auto& src = prefix.kv.hidden[depth];
+    dst.assign(src.begin(), src.begin() + static_cast<ptrdiff_t>(p) * d_model);
     dst.resize(static_cast<size_t>(n) * d_model);
-    std::copy_n(prefix.kv.hidden[depth].begin(), static_cast<size_t>(p) * d_model, dst.begin());
   }
 }
 

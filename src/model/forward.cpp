@@ -115,6 +115,21 @@ void Project(const kernels::Linear& w, const float* x, int rows, float* y, Forwa
   st->matmul_flops += 2.0 * rows * w.in() * w.out();
 }
 
+// Per-thread activation buffers, grown to the largest forward the thread has run and never shrunk
+// or cleared: allocating (and zero-filling) them on every call cost ~30% of a small forward in
+// memset and page faults (glibc hands blocks this large back to the OS on free). Every row a
+// forward reads it has written first, so stale contents are never seen.
+struct Scratch {
+  std::vector<float> x, h, q, k, v, att, gate, up, qkv, nx, k_full, v_full, sel, logits;
+  std::vector<int32_t> pos;
+};
+
+template <typename T>
+T* Grow(std::vector<T>& buf, size_t n) {
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 void CopyRows(float* dst, const float* src, int rows, int width) {
   std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(rows) * width);
 }
@@ -131,17 +146,19 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   for (const SeqView& v : seqs) max_rows += v.n;
 
   // Activation buffers, sized for the largest layout (every token of every sequence).
-  std::vector<float> x(static_cast<size_t>(max_rows) * d);     // [rows, d] residual stream
-  std::vector<float> h(static_cast<size_t>(max_rows) * d);     // [rows, d] normed input
-  std::vector<float> q(static_cast<size_t>(max_rows) * qd);    // [rows, q_dim]
-  std::vector<float> k(static_cast<size_t>(max_rows) * kvd);   // [rows, kv_dim]
-  std::vector<float> v(static_cast<size_t>(max_rows) * kvd);   // [rows, kv_dim]
-  std::vector<float> att(static_cast<size_t>(max_rows) * qd);  // [rows, q_dim]
-  std::vector<float> gate(static_cast<size_t>(max_rows) * ff); // [rows, d_ff]
-  std::vector<float> up(static_cast<size_t>(max_rows) * ff);   // [rows, d_ff]
-  std::vector<float> qkv;                                      // [rows, q+2kv] fused Dream form
-  std::vector<int32_t> pos(max_rows);                          // [rows] absolute positions
-  std::vector<float> k_full, v_full;                           // [n, kv_dim] per-sequence scratch
+  thread_local Scratch sc;
+  const size_t mr = static_cast<size_t>(max_rows);
+  float* x = Grow(sc.x, mr * d);       // [rows, d] residual stream
+  float* h = Grow(sc.h, mr * d);       // [rows, d] normed input
+  float* q = Grow(sc.q, mr * qd);      // [rows, q_dim]
+  float* k = Grow(sc.k, mr * kvd);     // [rows, kv_dim]
+  float* v = Grow(sc.v, mr * kvd);     // [rows, kv_dim]
+  float* att = Grow(sc.att, mr * qd);  // [rows, q_dim]
+  float* gate = Grow(sc.gate, mr * ff);  // [rows, d_ff]
+  float* up = Grow(sc.up, mr * ff);      // [rows, d_ff]
+  int32_t* pos = Grow(sc.pos, mr);       // [rows] absolute positions
+  std::vector<float>& k_full = sc.k_full;  // [n, kv_dim] per-sequence scratch
+  std::vector<float>& v_full = sc.v_full;
 
   // ---- embedding ----
   Layout lay = MakeLayout(seqs, 0);
@@ -159,7 +176,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     // ---- rejoin: sequences whose partial layers end here grow to every token ----
     Layout next = MakeLayout(seqs, l);
     if (next.rows != lay.rows) {
-      std::vector<float> nx(static_cast<size_t>(next.rows) * d);
+      float* nx = Grow(sc.nx, static_cast<size_t>(next.rows) * d);  // [next rows, d]
       for (size_t s = 0; s < seqs.size(); ++s) {
         for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
           float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
@@ -170,7 +187,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
           }
         }
       }
-      std::copy(nx.begin(), nx.end(), x.begin());
+      std::copy_n(nx, static_cast<size_t>(next.rows) * d, x);
     }
     lay = std::move(next);
     const int R = lay.rows;
@@ -191,8 +208,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     // ---- attention block ----
     ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
     if (w.fused_qkv) {
-      qkv.resize(static_cast<size_t>(R) * (qd + 2 * kvd));
-      Project(w.wqkv, h.data(), R, qkv.data(), &st);
+      float* qkv = Grow(sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
+      Project(w.wqkv, h, R, qkv, &st);
       const int W = qd + 2 * kvd;
       ParallelRows(R, [&](int b, int e) {
         for (int r = b; r < e; ++r) {
@@ -202,9 +219,9 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
         }
       });
     } else {
-      Project(w.wq, h.data(), R, q.data(), &st);
-      Project(w.wk, h.data(), R, k.data(), &st);
-      Project(w.wv, h.data(), R, v.data(), &st);
+      Project(w.wq, h, R, q, &st);
+      Project(w.wk, h, R, k, &st);
+      Project(w.wv, h, R, v, &st);
     }
     if (!w.bq.empty()) {
       ParallelRows(R, [&](int b, int e) {
@@ -226,8 +243,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       if (pe - pb != n) {
         // Partial layer: stitch the computed rows into the sequence's cached K/V.
         const LayerKv& in = p.kv_in->layers[l];
-        k_full = in.k;
-        v_full = in.v;
+        k_full.assign(in.k.begin(), in.k.end());
+        v_full.assign(in.v.begin(), in.v.end());
         CopyRows(&k_full[(size_t)pb * kvd], ks, pe - pb, kvd);
         CopyRows(&v_full[(size_t)pb * kvd], vs, pe - pb, kvd);
         ks = k_full.data();
@@ -244,15 +261,15 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
         CopyRows(&out.v[(size_t)pb * kvd], &v[(size_t)rb * kvd], pe - pb, kvd);
       }
     }
-    Project(w.wo, att.data(), R, h.data(), &st);
+    Project(w.wo, att, R, h, &st);
     ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
 
     // ---- feed-forward block (SwiGLU) ----
     ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
-    Project(w.w_gate, h.data(), R, gate.data(), &st);
-    Project(w.w_up, h.data(), R, up.data(), &st);
+    Project(w.w_gate, h, R, gate, &st);
+    Project(w.w_up, h, R, up, &st);
     ParallelRows(R, [&](int b, int e) { kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff], (size_t)(e - b) * ff); });
-    Project(w.w_down, gate.data(), R, h.data(), &st);
+    Project(w.w_down, gate, R, h, &st);
     ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
   }
 
@@ -269,8 +286,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   int out_rows = 0;
   for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
   if (out_rows > 0) {
-    std::vector<float> sel(static_cast<size_t>(out_rows) * d);                  // [out_rows, d]
-    std::vector<float> logits(static_cast<size_t>(out_rows) * c.n_vocab);       // [out_rows, V]
+    float* sel = Grow(sc.sel, static_cast<size_t>(out_rows) * d);               // [out_rows, d]
+    float* logits = Grow(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);  // [out_rows, V]
     int r = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
       const SeqPlan& p = *seqs[s].plan;
@@ -279,7 +296,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       }
     }
     ParallelRows(out_rows, [&](int b, int e) { kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b, d, c.rms_eps); });
-    Project(model.output(), sel.data(), out_rows, logits.data(), &st);
+    Project(model.output(), sel, out_rows, logits, &st);
     r = 0;
     for (const SeqView& s : seqs) {
       const SeqPlan& p = *s.plan;
