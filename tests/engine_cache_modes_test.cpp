@@ -167,6 +167,42 @@ TEST_F(EngineModesTest, DualCacheComputesFewerTokenLayers) {
   EXPECT_LT(dual.token_layers, none.token_layers);
 }
 
+// Refresh interval R (the method's within-request reuse): R = 1 refreshes on every step, which must
+// change nothing; a larger R computes the prefix (in the layers past the depth) only on refresh
+// steps, exactly ceil(steps / R) of them.
+TEST_F(EngineModesTest, RefreshEveryStepEqualsNoRefresh) {
+  Engine e(lm_->model(), {});
+  for (const std::string q : {"q one", "another question"}) {
+    auto o = Options(system_, q, "fixed:1");
+    o.refresh_interval = 0;
+    const RequestResult off = e.Run(o);
+    o.refresh_interval = 1;
+    const RequestResult every = e.Run(o);
+    EXPECT_EQ(every.canvas, off.canvas);
+    EXPECT_EQ(every.token_layers, off.token_layers);
+  }
+}
+
+TEST_F(EngineModesTest, RefreshSkipsThePrefixBetweenRefreshSteps) {
+  Engine e(lm_->model(), {});
+  const uint64_t L = lm_->model().config().n_layer;
+  auto o = Options(system_, "q one", "fixed:1");
+  o.refresh_interval = 0;
+  (void)e.Run(o);  // build the prefix entry
+  for (const int R : {2, 3, 8, 100}) {
+    o.refresh_interval = R;
+    const RequestResult r = e.Run(o);
+    ASSERT_TRUE(r.prefix_hit);
+    ASSERT_GT(r.prefix_used, 0);
+    const uint64_t n = o.prompt.size() + o.sampler.gen_length, P = r.prefix_used;
+    const uint64_t refreshes = (r.steps + R - 1) / R;
+    // refresh step: layer 0 without the prefix, layers 1.. with it; other steps: no prefix anywhere
+    const uint64_t want = refreshes * ((n - P) + (L - 1) * n) + (r.steps - refreshes) * L * (n - P);
+    EXPECT_EQ(r.token_layers, want) << "R=" << R << " steps=" << r.steps;
+    EXPECT_EQ(r.canvas.size(), 8u);
+  }
+}
+
 TEST(CacheModeParse, AcceptsEveryFormAndNamesBadOnes) {
   EXPECT_EQ(ParseCacheMode("bicache+dual").ToString(), "bicache+dual");
   EXPECT_EQ(ParseCacheMode("fixed:3").fixed_depth, 3);

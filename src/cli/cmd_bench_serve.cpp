@@ -125,7 +125,8 @@ Runner AddBenchServe(CLI::App& app) {
   struct Opts {
     std::string model, suite, url, json, modes = "none,bicache,dual,bicache+dual";
     int clients = 8, requests = 32, rounds = 2, prefixes = 4, per_prefix = 4, threads = 0;
-    int max_tokens = 32, steps = 0, block_length = 0, max_running = 0, refresh = 0;
+    int max_tokens = 32, steps = 0, block_length = 0, max_running = 0,
+        refresh = engine::kDefaultRefreshInterval;
     double duration = 120, cache_budget_mb = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -148,6 +149,7 @@ Runner AddBenchServe(CLI::App& app) {
                   "block length (default: max_tokens/4 with a dual mode, else max_tokens)")
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--refresh", o->refresh, "bicache: refresh interval R sent with every request (0 = off)")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--max-running", o->max_running, "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));

@@ -31,6 +31,7 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
   cmd->add_option("--refresh", o->s.limits.default_refresh,
                   "bicache: default refresh interval R for requests without a 'refresh' field (0 = off)")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb, "prefix cache budget (default: 25% of free memory)")
       ->check(CLI::NonNegativeNumber);

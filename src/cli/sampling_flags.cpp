@@ -23,7 +23,8 @@ void SamplingFlags::Register(CLI::App* cmd) {
   cmd->add_option("--seed", seed, "random seed");
   cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, dual, bicache+dual, ...");
   cmd->add_option("--refresh", refresh,
-                  "bicache: reuse deep-layer prefix K/V between refreshes every R steps (0 = off)");
+                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, reusing its K/V in between (0 = every step)")
+      ->capture_default_str();
   cmd->add_option("--cache-budget-mb", cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
   cmd->add_option("--audit-rate", audit_rate,
                   "recompute this fraction of prefix-reusing requests without cache and log the similarity seen");

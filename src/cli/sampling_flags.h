@@ -7,6 +7,7 @@
 
 #include "diffusion/sampler_config.h"
 #include "engine/cache_mode.h"
+#include "engine/request.h"
 
 namespace bicache::cli {
 
@@ -19,7 +20,7 @@ struct SamplingFlags {
   int top_k = 0;
   uint64_t seed = 0;
   std::string cache = "none";
-  int refresh = 0;
+  int refresh = engine::kDefaultRefreshInterval;
   double cache_budget_mb = 0;
   double audit_rate = 0;
 

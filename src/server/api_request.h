@@ -44,7 +44,7 @@ struct ServerLimits {
   int max_steps = 1024;          // largest steps accepted
   int max_prompt_tokens = 0;     // largest prompt in tokens (0 = only the model's context bounds it)
   engine::CacheMode default_cache{engine::PrefixReuse::kBicache, 0, false};
-  int default_refresh = 0;        // refresh interval R when a request omits 'refresh' (0 = off)
+  int default_refresh = engine::kDefaultRefreshInterval;  // R when a request omits 'refresh' (0 = off)
 };
 
 struct ParsedRequest {

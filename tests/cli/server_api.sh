@@ -44,7 +44,7 @@ check "chat 200" [ "$st" = 200 ]
 check "chat body" jqtest '.object == "chat.completion" and .choices[0].message.role == "assistant" and (.choices[0].message.content | type == "string")'
 st=$(call POST /v1/chat/completions "$TMP/chat.json")
 check "chat prefix reused (fixed:1)" jqtest '.bicache.hit == true and .bicache.depth == 1'
-check "refresh off by default" jqtest '.bicache.refresh == 0'
+check "refresh default (8, docs/serving.md)" jqtest '.bicache.refresh == 8'
 jq '. + {"refresh": 4}' "$TMP/chat.json" >"$TMP/chat_r.json"
 st=$(call POST /v1/chat/completions "$TMP/chat_r.json")
 check "chat with refresh 200" [ "$st" = 200 ]
