@@ -76,13 +76,16 @@ Runner AddEval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Accuracy and speed of a model on a task suite");
   struct Opts {
     std::string model, suite = engine::DefaultSuitePath(), families, json;
-    int limit = 0, threads = 0;
+    int limit = 0, threads = 0, batch = 1;
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "JSONL suite (default: the embedded model's held-out suite)");
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", o->batch,
+                  "samples run together in one forward (the answers do not depend on it; larger is faster)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--families", o->families, "comma-separated families to run (default: all)");
   cmd->add_option("--json", o->json, "write per-sample results and the summary as JSON here ('-' = stdout)");
   AddThreadsFlag(cmd, &o->threads);
@@ -111,29 +114,57 @@ Runner AddEval(CLI::App& app) {
 
     const bool tty = isatty(2);
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<Outcome> outcomes;
-    int n_correct_so_far = 0;
-    for (const engine::SuiteSample* s : selected) {
-      Outcome out;
-      out.sample = s;
-      const engine::Prompt prompt = engine::SamplePrompt(*lm, *s);
-      const int need = static_cast<int>(prompt.tokens.size()) + base.sampler.gen_length;
-      if (need > cfg.context_length) {
-        out.error = "needs " + std::to_string(need) + " tokens, the context holds " + std::to_string(cfg.context_length);
-      } else {
+    // Samples start in suite order (so prefix entries are built by the same samples whatever the
+    // batch) and up to --batch of them step together; a finished one makes room for the next.
+    std::vector<Outcome> outcomes(selected.size());
+    int n_correct_so_far = 0, n_done = 0;
+    auto finish = [&](size_t i) {
+      n_correct_so_far += outcomes[i].correct;
+      ++n_done;
+      if (tty) {
+        std::fprintf(stderr, "\r\033[K[%d/%zu] %s  accuracy so far %.3f", n_done, selected.size(),
+                     selected[i]->id.c_str(), static_cast<double>(n_correct_so_far) / n_done);
+        std::fflush(stderr);
+      }
+    };
+    std::vector<std::pair<size_t, std::unique_ptr<engine::Request>>> running;
+    size_t next = 0;
+    while (next < selected.size() || !running.empty()) {
+      while (next < selected.size() && static_cast<int>(running.size()) < o->batch) {
+        const size_t i = next++;
+        const engine::SuiteSample* s = selected[i];
+        outcomes[i].sample = s;
+        const engine::Prompt prompt = engine::SamplePrompt(*lm, *s);
+        const int need = static_cast<int>(prompt.tokens.size()) + base.sampler.gen_length;
+        if (need > cfg.context_length) {
+          outcomes[i].error = "needs " + std::to_string(need) + " tokens, the context holds " +
+                              std::to_string(cfg.context_length);
+          finish(i);
+          continue;
+        }
         engine::RequestOptions req = base;
         req.prompt = prompt.tokens;
         req.prefix_len = prompt.prefix_len;
-        out.r = eng.Run(std::move(req));
-        out.answer = lm->Detokenize(out.r.answer);
-        out.correct = engine::IsCorrect(*s, out.answer);
+        const auto ts = std::chrono::steady_clock::now();
+        auto started = eng.Start(std::move(req));  // a prefix-entry build on a miss counts to this sample
+        started->add_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count());
+        running.emplace_back(i, std::move(started));
       }
-      n_correct_so_far += out.correct;
-      outcomes.push_back(std::move(out));
-      if (tty) {
-        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  accuracy so far %.3f", outcomes.size(), selected.size(),
-                     s->id.c_str(), static_cast<double>(n_correct_so_far) / outcomes.size());
-        std::fflush(stderr);
+      if (running.empty()) continue;
+      std::vector<engine::Request*> batch;
+      for (auto& [i, r] : running) batch.push_back(r.get());
+      eng.StepBatch(batch);
+      for (auto it = running.begin(); it != running.end();) {
+        if (!it->second->done()) {
+          ++it;
+          continue;
+        }
+        Outcome& out = outcomes[it->first];
+        out.r = it->second->result();
+        out.answer = lm->Detokenize(out.r.answer);
+        out.correct = engine::IsCorrect(*out.sample, out.answer);
+        finish(it->first);
+        it = running.erase(it);
       }
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
@@ -212,7 +243,7 @@ Runner AddEval(CLI::App& app) {
                               {"block_length", sc.block_length}, {"algorithm", diffusion::AlgorithmName(sc.algorithm)},
                               {"temperature", sc.temperature}, {"top_p", sc.top_p}, {"top_k", sc.top_k},
                               {"alg_temp", sc.alg_temp}, {"threshold", sc.threshold}, {"cfg", sc.cfg_scale},
-                              {"seed", sc.seed}, {"cache", base.cache.ToString()}, {"refresh", base.refresh_interval},
+                              {"seed", sc.seed}, {"cache", base.cache.ToString()}, {"refresh", base.refresh_interval}, {"batch", o->batch},
                               {"depth_table", have_table ? lm->depth_table_path() : ""}}},
                 {"summary", {{"errors", errors}, {"mean_steps", mean(steps)}, {"mean_forwards", mean(forwards)},
                              {"tokens_per_s", tok_s}, {"cache_hit_rate", mean(hits)}, {"mean_depth", mean(depth)},

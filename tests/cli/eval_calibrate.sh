@@ -39,6 +39,15 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert [r["answer"] for r in a["results"]] == [r["answer"] for r in b["results"]], "eval is not deterministic"
 print("ok   eval twice gives the same answers")
 PY
+# --batch runs samples together: same answers, same order, same report.
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 2 --batch 4 --json "$TMP/eval_b4.json" --cache bicache >/dev/null 2>&1
+python3 - "$TMP/eval.json" "$TMP/eval_b4.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert [(r["id"], r["answer"], r["correct"]) for r in a["results"]] == [(r["id"], r["answer"], r["correct"]) for r in b["results"]], "--batch changed the answers"
+assert b["settings"]["batch"] == 4 and b["n"] == a["n"]
+print("ok   eval --batch 4 gives the answers of --batch 1")
+PY
 "$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 1 --families rule,arith --json - >"$TMP/fam.json" 2>/dev/null
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['n']==2 and sorted(j['accuracy'])==['arith','rule'], j; print('ok   --families rule,arith --limit 1 -> 2 samples')" "$TMP/fam.json" || fail=1
 rc=0
