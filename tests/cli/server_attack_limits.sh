@@ -55,7 +55,9 @@ check "/health after the bad requests" [ "$(curl -s -o /dev/null -w '%{http_code
 stop
 
 # ---- concurrency: --max-running 1 --max-queue 1 ---------------------------------------------
-start --max-running 1 --max-queue 1
+# The embedded model, so that one long request runs for seconds (the golden test model finishes
+# 480 steps faster than the metrics below can be polled).
+start_server "$BIN" -m "$SRC/models/tiny-llada.gguf" -t 1 --max-running 1 --max-queue 1
 LONG='{"prompt": [1,2,3,4,5,6,7,8], "max_tokens": 480, "steps": 480}'
 printf '%s' "$LONG" >"$TMP/long"
 curl -s -o "$TMP/a" -w '%{http_code}' "$URL$C" --data-binary "@$TMP/long" >"$TMP/a.st" &
