@@ -19,7 +19,10 @@ DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double thresho
   for (size_t i = 0; i < bins.size(); ++i) {
     int d = 0;
     while (d < static_cast<int>(bins[i].similarity.size()) && d < n_layer && bins[i].similarity[d] > threshold) ++d;
-    depth[i] = d;
+    // d leading layers are similar. Serving at depth b rejoins the prefix at layer b from its cached
+    // (prefix-alone) hidden state, so layer b's prefix K/V are the prefix-alone ones too: depth b is
+    // safe only when layers 0..b all are, i.e. b = d - 1 (or every layer, when all of them are).
+    depth[i] = d >= n_layer ? n_layer : std::max(0, d - 1);
   }
   // Conservative envelope: walk from the highest ratio down, keeping the running minimum.
   for (int i = static_cast<int>(bins.size()) - 2; i >= 0; --i) depth[i] = std::min(depth[i], depth[i + 1]);
