@@ -92,8 +92,7 @@ Runner AddCalibrate(CLI::App& app) {
     for (int l = 0; l < cfg.n_layer; ++l) std::printf(" %6s", ("L" + std::to_string(l)).c_str());
     std::printf(" %6s\n", "depth");
     for (const engine::CalibrationBin& b : table.bins()) {
-      int depth = 0;
-      while (depth < static_cast<int>(b.similarity.size()) && b.similarity[depth] > o->threshold) ++depth;
+      const int depth = engine::DepthTable::BinDepth(b.similarity, o->threshold, cfg.n_layer);
       std::printf("%3d-%-4d %7d ", b.ratio_pct, b.ratio_pct + o->bin, b.samples);
       for (double v : b.similarity) std::printf(" %6.3f", v);
       std::printf(" %6d\n", depth);

@@ -9,6 +9,15 @@
 
 namespace bicache::engine {
 
+int DepthTable::BinDepth(const std::vector<double>& similarity, double threshold, int n_layer) {
+  int d = 0;
+  while (d < static_cast<int>(similarity.size()) && d < n_layer && similarity[d] > threshold) ++d;
+  // d leading layers are similar. Serving at depth b rejoins the prefix at layer b from its cached
+  // (prefix-alone) hidden state, so layer b's prefix K/V are the prefix-alone ones too: depth b is
+  // safe only when layers 0..b all are, i.e. b = d - 1 (or every layer, when all of them are).
+  return d >= n_layer ? n_layer : std::max(0, d - 1);
+}
+
 DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double threshold, int n_layer) {
   DepthTable t;
   t.threshold_ = threshold;
@@ -16,14 +25,7 @@ DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double thresho
   std::erase_if(bins, [](const CalibrationBin& b) { return b.samples <= 0; });
   std::sort(bins.begin(), bins.end(), [](const auto& a, const auto& b) { return a.ratio_pct < b.ratio_pct; });
   std::vector<int> depth(bins.size());
-  for (size_t i = 0; i < bins.size(); ++i) {
-    int d = 0;
-    while (d < static_cast<int>(bins[i].similarity.size()) && d < n_layer && bins[i].similarity[d] > threshold) ++d;
-    // d leading layers are similar. Serving at depth b rejoins the prefix at layer b from its cached
-    // (prefix-alone) hidden state, so layer b's prefix K/V are the prefix-alone ones too: depth b is
-    // safe only when layers 0..b all are, i.e. b = d - 1 (or every layer, when all of them are).
-    depth[i] = d >= n_layer ? n_layer : std::max(0, d - 1);
-  }
+  for (size_t i = 0; i < bins.size(); ++i) depth[i] = BinDepth(bins[i].similarity, threshold, n_layer);
   // Conservative envelope: walk from the highest ratio down, keeping the running minimum.
   for (int i = static_cast<int>(bins.size()) - 2; i >= 0; --i) depth[i] = std::min(depth[i], depth[i + 1]);
   int last = 0;

@@ -32,6 +32,9 @@ class DepthTable {
   DepthTable() = default;
   // Derives the table from measured bins (any order). bins with no samples are ignored.
   static DepthTable FromBins(std::vector<CalibrationBin> bins, double threshold, int n_layer);
+  // One bin's safe depth (before the monotone envelope): layers 0..b must all exceed the threshold,
+  // since the prefix rejoins at layer b from its prefix-alone hidden state; all layers -> n_layer.
+  static int BinDepth(const std::vector<double>& similarity, double threshold, int n_layer);
   // JSON file; Load throws Error(kIo / kFormat) naming the path and the problem.
   static DepthTable Load(const std::string& path);
   void Save(const std::string& path) const;
