@@ -99,7 +99,7 @@ Runner AddCalibrate(CLI::App& app) {
     }
     std::printf("depth table (r = prefix / (prefix + prompt + canvas)):\n");
     if (table.empty()) {
-      std::printf("  every r: depth 0 (no layer is above the threshold)\n");
+      std::printf("  every r: depth 0 (no ratio reaches a safe depth at this threshold)\n");
     } else {
       std::printf("  r < %d%%: depth 0\n", table.points().front().ratio_pct);
       for (const engine::DepthPoint& p : table.points()) std::printf("  r >= %d%%: depth %d\n", p.ratio_pct, p.depth);
