@@ -52,7 +52,7 @@ class Layer(nn.Module):
         self.w_up = nn.Linear(d, c["ff"], bias=False)
         self.w_down = nn.Linear(c["ff"], d, bias=False)
 
-    def forward(self, x, cos, sin, bias):
+    def forward(self, x, cos, sin, bias, kv_out=None):
         B, T, _ = x.shape
         h = self.attn_norm(x)
         q = self.wq(h).view(B, T, self.H, self.hd).transpose(1, 2)
@@ -60,6 +60,8 @@ class Layer(nn.Module):
         v = self.wv(h).view(B, T, self.Hk, self.hd).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if kv_out is not None:
+            kv_out.append((k, v))
         if self.Hk != self.H:
             rep = self.H // self.Hk
             k = k.repeat_interleave(rep, dim=1)
@@ -97,9 +99,13 @@ class LLaDA(nn.Module):
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, 0.0, 0.02)
 
-    def forward(self, ids, key_mask=None, select=None):
+    def forward(self, ids, key_mask=None, select=None, iso=None, kv_layers=0, kv_out=None):
         """ids [B,T]; key_mask [B,T] bool (True = real token) or None.
-        select: optional [B,T] bool; then only logits of those positions ([N,V]) are returned."""
+        select: optional [B,T] bool; then only logits of those positions ([N,V]) are returned.
+        iso: optional (plen [B] long, depth [B] long): in layers l < depth[b] the first plen[b]
+        tokens of row b (its shared prefix) attend only to each other, i.e. they are computed as
+        from the prefix alone (what BiCache's cached forward of depth[b] feeds the request).
+        kv_layers / kv_out: append the post-RoPE (k, v) [B,Hk,T,hd] of layers < kv_layers to kv_out."""
         B, T = ids.shape
         pos = torch.arange(T, device=ids.device).float()
         fr = torch.outer(pos, self.inv_freq)
@@ -112,8 +118,19 @@ class LLaDA(nn.Module):
         x = self.tok_emb(ids)
         if key_mask is not None and bool(key_mask.all()):
             bias = None
-        for l in self.layers:
-            x = l(x, cos, sin, bias)
+        iso_mask = None
+        if iso is not None:
+            plen, depth = iso
+            ar = torch.arange(T)
+            # [B,1,T,T]: query in the prefix, key outside it
+            iso_mask = ((ar[None, :, None] < plen[:, None, None]) & (ar[None, None, :] >= plen[:, None, None]))[:, None]
+        for i, l in enumerate(self.layers):
+            b = bias
+            if iso_mask is not None and bool((depth > i).any()):
+                m = iso_mask & (depth > i)[:, None, None, None]
+                b = torch.zeros(B, 1, T, T) if bias is None else bias.expand(B, 1, T, T).clone()
+                b.masked_fill_(m, float("-inf"))
+            x = l(x, cos, sin, b, kv_out if i < kv_layers else None)
         if select is not None:
             x = x[select]
         return self.lm_head(self.norm(x))

@@ -45,9 +45,11 @@ def log(*a):
 # data
 
 def build_sequence(tok, prefix, qs, gen_length):
-    """Returns (ids, is_answer, is_first) lists for a packed multi-turn sequence
-    (is_first marks the first token of every answer: always masked in SFT rows)."""
+    """Returns (ids, is_answer, is_first, plen) for a packed multi-turn sequence
+    (is_first marks the first token of every answer: always masked in SFT rows;
+    plen = tokens of the shared prefix span, the part BiCache caches)."""
     ids = tok.encode(fmt.prefix_text(prefix))
+    plen = len(ids)
     ans = [False] * len(ids)
     first = [False] * len(ids)
     eot = tok.special["<|eot|>"]
@@ -63,7 +65,7 @@ def build_sequence(tok, prefix, qs, gen_length):
         ids += c
         ans += [True] * len(c)
         first += [True] + [False] * (len(c) - 1)
-    return ids, ans, first
+    return ids, ans, first, plen
 
 
 def bucket(n, q=64):
@@ -115,17 +117,25 @@ class Batcher:
         is_ans = torch.zeros((bs, T), dtype=torch.bool)
         valid = torch.zeros((bs, T), dtype=torch.bool)
         first = torch.zeros((bs, T), dtype=torch.bool)
-        isdoc = torch.tensor([q[3] == "docqa" for q in seqs])
-        for i, (s, a, f1, _) in enumerate(seqs):
+        isdoc = torch.tensor([q[4] == "docqa" for q in seqs])
+        plen = torch.tensor([q[3] for q in seqs])
+        for i, (s, a, f1, _, _) in enumerate(seqs):
             ids[i, :len(s)] = torch.tensor(s)
             is_ans[i, :len(a)] = torch.tensor(a)
             first[i, :len(f1)] = torch.tensor(f1)
             valid[i, :len(s)] = True
-        return ids, is_ans, valid, first, isdoc
+        return ids, is_ans, valid, first, isdoc, plen
 
 
 def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
-                   eos_id=None, eos_weight=1.0):
+                   eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0):
+    """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
+    are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
+    see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
+    prefix computed alone, as BiCache's cached forward of depth d serves it), and a consistency term
+    1 - cos(K/V in the full request, K/V of the isolated copy) over the prefix tokens of layers 0..d
+    (the quantity `bicache calibrate` measures) pulls the shallow prefix K/V towards prefix-alone ones.
+    Returns (loss, docqa value accuracy or None, consistency term or None)."""
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -146,9 +156,6 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
             j = cand[torch.randint(len(cand), (1,), generator=gen)]
             m[i, j] = True
     x = torch.where(m, torch.full_like(ids, mask_id), ids)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = model(x, valid, select=m)  # only masked positions: [N, V]
-    ce = F.cross_entropy(logits.float(), ids[m], reduction="none")
     wfull = (1.0 / t)[:, None].expand(B, T)
     if forced is not None:
         wfull = torch.where(forced, torch.ones_like(wfull), wfull)
@@ -165,14 +172,47 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
                           (region & ~pad_t).sum(1).float() + eos_weight * (region & pad_t).sum(1).float())
     else:
         cnt = region.sum(1).float()
+    n = min(iso_pairs, B) if plen is not None else 0
+    iso, kv, kvl = None, None, 0
+    accrow = first & ~full[:, None] & isdoc[:, None] if (first is not None and isdoc is not None) else None
+    if n > 0:
+        d = torch.randint(1, iso_max + 1, (n,), generator=gen)
+        iso = (torch.cat([plen, plen[:n]]), torch.cat([torch.zeros(B, dtype=torch.long), d]))
+        x, ids, valid, m = (torch.cat([a, a[:n]]) for a in (x, ids, valid, m))
+        wfull, cnt = torch.cat([wfull, wfull[:n]]), torch.cat([cnt, cnt[:n]])
+        if accrow is not None:
+            accrow = torch.cat([accrow, torch.zeros_like(accrow[:n])])
+        kv, kvl = [], iso_max + 1
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv)  # only masked positions: [N, V]
+    ce = F.cross_entropy(logits.float(), ids[m], reduction="none")
     w = wfull[m]
-    norm = cnt.clamp(min=1)[:, None].expand(B, T)[m]
+    R = ids.shape[0]
+    norm = cnt.clamp(min=1)[:, None].expand(R, T)[m]
     acc = None
-    if first is not None and isdoc is not None:
-        sel = (first & ~full[:, None] & isdoc[:, None])[m]
+    if accrow is not None:
+        sel = accrow[m]
         if sel.any():
             acc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
-    return (ce * w / norm).sum() / B, acc
+    loss = (ce * w / norm).sum() / R
+    cons = None
+    if n > 0:
+        ar = torch.arange(T)
+        pm = (ar[None, :] < plen[:n, None]).float()  # [n,T] prefix tokens of the pairs
+        tot, cntc = 0.0, 0.0
+        for li, (k, v) in enumerate(kv):
+            lm = (d >= li).float()[:, None] * pm  # layers 0..d of each pair
+            if lm.sum() == 0:
+                continue
+            for a in (k, v):
+                a = a.transpose(1, 2).reshape(R, T, -1).float()
+                c = F.cosine_similarity(a[:n], a[B:].detach(), dim=-1)  # [n,T]
+                tot = tot + ((1 - c) * lm).sum()
+                cntc += float(lm.sum())
+        cons = tot / max(cntc, 1.0)
+        loss = loss + cons_weight * cons
+        cons = float(cons)
+    return loss, acc, cons
 
 
 # ----------------------------------------------------------------------------
@@ -268,6 +308,12 @@ def main():
     ap.add_argument("--p-full", type=float, default=0.2, help="share of rows masked everywhere (pre-training style)")
     ap.add_argument("--eos-weight", type=float, default=1.0,
                     help="loss weight of the <|eos|> canvas padding targets in SFT rows (1 = plain LLaDA SFT; 0.05 tried)")
+    ap.add_argument("--iso-pairs", type=int, default=0,
+                    help="rows per batch repeated with their prefix isolated in the shallow layers (BiCache-aware fine-tuning)")
+    ap.add_argument("--iso-max", type=int, default=4, help="deepest isolated depth d of those copies (d ~ U{1..iso-max})")
+    ap.add_argument("--cons-weight", type=float, default=1.0, help="weight of the prefix K/V consistency term")
+    ap.add_argument("--new-cycle", action="store_true",
+                    help="a fresh cosine LR cycle over this invocation's --minutes (short warmup), instead of the cumulative schedule")
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--adaptive-threads", type=int, default=1)
@@ -319,6 +365,8 @@ def main():
 
     t_start = time.time()
     t_seg = time.time()
+    step0 = step
+    cons_acc, cons_n = 0.0, 0
     last_save = last_eval = time.time()
     loss_acc, n_acc, tok_acc = 0.0, 0, 0
     model.train()
@@ -327,14 +375,24 @@ def main():
         if now - t_start > args.minutes * 60 or done_s >= total_s:
             break
         prog = done_s / (args.curriculum_minutes * 60)
-        frac = min(1.0, done_s / total_s)
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        if args.new_cycle:
+            frac = min(1.0, (now - t_start) / (args.minutes * 60))
+            wu = min(1.0, (step - step0 + 1) / 50)
+        else:
+            frac = min(1.0, done_s / total_s)
+            wu = min(1.0, (step + 1) / args.warmup)
+        lr = args.lr * wu * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
-        ids, is_ans, valid, first, isdoc = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
-        loss, dacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first, isdoc=isdoc,
-                                    eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight)
+        ids, is_ans, valid, first, isdoc, plen = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
+        loss, dacc, cons = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
+                                          isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
+                                          plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
+                                          cons_weight=args.cons_weight)
+        if cons is not None:
+            cons_acc += cons
+            cons_n += 1
         if dacc is not None:
             acc_ema = 0.95 * acc_ema + 0.05 * dacc
             if acc_ema > args.raise_at and step - last_raise >= 50 and batcher.level < args.max_facts:
@@ -361,9 +419,11 @@ def main():
                 log("threads ->", nt, "load %.1f" % os.getloadavg()[0])
         if step % 25 == 0:
             el = t1 - t_start
-            log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f train_min %.1f tok/batch %d steps/s %.3f" % (
-                step, loss_acc / n_acc, lr, batcher.level, acc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el))))
+            log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
+                step, loss_acc / n_acc, lr, batcher.level, acc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
+                " kv_cons %.4f" % (cons_acc / cons_n) if cons_n else ""))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
+            cons_acc, cons_n = 0.0, 0
         if t1 - last_save > args.save_every * 60:
             save()
             last_save = time.time()
