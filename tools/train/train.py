@@ -204,9 +204,10 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
             lm = (d >= li).float()[:, None] * pm  # layers 0..d of each pair
             if lm.sum() == 0:
                 continue
-            for a in (k, v):
-                a = a.transpose(1, 2).reshape(R, T, -1).float()
-                c = F.cosine_similarity(a[:n], a[B:].detach(), dim=-1)  # [n,T]
+            for a in (k, v):  # [R,Hk,T,hd] -> pairs' rows only, heads flattened: [n,T,Hk*hd]
+                full_kv = a[:n].transpose(1, 2).reshape(n, T, -1).float()
+                iso_kv = a[B:].detach().transpose(1, 2).reshape(n, T, -1).float()
+                c = F.cosine_similarity(full_kv, iso_kv, dim=-1)  # [n,T]
                 tot = tot + ((1 - c) * lm).sum()
                 cntc += float(lm.sum())
         cons = tot / max(cntc, 1.0)
