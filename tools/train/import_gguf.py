@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Turn an exported tiny-LLaDA GGUF back into a trainer checkpoint (the inverse of export.py).
+
+  python3 tools/train/import_gguf.py [--gguf models/tiny-llada.gguf] [--out tools/train/ckpt/latest.pt]
+                                     [--step N]
+
+Checkpoints are git-ignored, so a later session that wants to fine-tune the committed model starts
+from its GGUF: weights are read back (bf16 -> float32, exact), the llama.cpp Q/K RoPE permutation is
+undone, the optimizer state starts empty (AdamW moments rebuild within a few dozen steps).
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools", "gguf_py"))
+
+import bpe  # noqa: E402
+from model import LLaDA, default_config  # noqa: E402
+
+
+def state_dict_from_gguf(path, cfg):
+    from export import unpermute_qk  # tools/gguf_py/export.py
+    from gguf_reader import GGUFReader
+    r = GGUFReader(path)
+    assert r.kv.get("general.architecture") == "llada", "not a llada GGUF: %s" % path
+    nh, nkv = cfg["n_head"], cfg["n_kv_head"]
+    sd = {"tok_emb.weight": r.tensor("token_embd.weight"), "norm.weight": r.tensor("output_norm.weight")}
+    if "output.weight" in r.tensors:
+        sd["lm_head.weight"] = r.tensor("output.weight")
+    names = {"attn_norm": "attn_norm", "attn_q": "wq", "attn_k": "wk", "attn_v": "wv", "attn_output": "wo",
+             "ffn_norm": "ffn_norm", "ffn_gate": "w_gate", "ffn_up": "w_up", "ffn_down": "w_down"}
+    for i in range(cfg["n_layer"]):
+        for g, p in names.items():
+            w = r.tensor("blk.%d.%s.weight" % (i, g))
+            if g == "attn_q":
+                w = unpermute_qk(w, nh)
+            elif g == "attn_k":
+                w = unpermute_qk(w, nkv)
+            sd["layers.%d.%s.weight" % (i, p)] = w
+    return {k: torch.from_numpy(v.copy()).float() for k, v in sd.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gguf", default=os.path.join(ROOT, "models", "tiny-llada.gguf"))
+    ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
+    ap.add_argument("--out", default=os.path.join(HERE, "ckpt", "latest.pt"))
+    ap.add_argument("--step", type=int, default=0, help="step count to record (the model's training step)")
+    ap.add_argument("--level", type=int, default=28, help="docqa curriculum level to record")
+    ap.add_argument("--train-minutes", type=float, default=0.0, help="training minutes to record")
+    args = ap.parse_args()
+    tok = bpe.Tokenizer.load(args.tokenizer)
+    cfg = default_config(tok.n_vocab)
+    model = LLaDA(cfg)
+    sd = state_dict_from_gguf(args.gguf, cfg)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    assert not unexpected, unexpected
+    assert all(k.endswith("inv_freq") for k in missing), missing
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": args.step,
+                "train_seconds": args.train_minutes * 60, "config": cfg, "level": args.level,
+                "tokenizer": args.tokenizer}, args.out)
+    print("wrote %s from %s (step %d)" % (args.out, args.gguf, args.step))
+
+
+if __name__ == "__main__":
+    main()
