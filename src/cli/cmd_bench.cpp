@@ -50,6 +50,7 @@ struct Summary {
   int requests = 0;
   double seconds = 0, canvas_tokens = 0, answer_tokens = 0, forwards = 0, token_layers = 0, flops = 0;
   double depth = 0, ratio = 0, agree = 0, correct = 0, hits = 0;
+  double start_s = 0, forward_s = 0, sample_s = 0;  // phases of `seconds` (RequestResult)
   std::map<std::string, std::pair<int, int>> family;  // family -> (correct, total)
 
   double Rate(double x) const { return seconds > 0 ? x / seconds : 0; }
@@ -73,7 +74,16 @@ struct Summary {
             {"mean_depth", Mean(depth)},
             {"mean_prefix_ratio", Mean(ratio)},
             {"request_hit_rate", Mean(hits)},
-            {"achieved_gflops", Rate(flops) / 1e9}};
+            {"achieved_gflops", Rate(flops) / 1e9},
+            {"phases", PhasesJson()}};
+  }
+  // Where the time went, in seconds per request: prefix lookup/build (`start`), forwards, sampling,
+  // and the rest (planning).
+  json PhasesJson() const {
+    return {{"start_s_per_request", Mean(start_s)},
+            {"forward_s_per_request", Mean(forward_s)},
+            {"sample_s_per_request", Mean(sample_s)},
+            {"other_s_per_request", Mean(std::max(0.0, seconds - start_s - forward_s - sample_s))}};
   }
 };
 
@@ -84,6 +94,9 @@ Summary Summarize(const Mode& m, const Mode& ref, const engine::Workload& w,
     const engine::RequestResult& r = m.results[i];
     ++s.requests;
     s.seconds += r.seconds;
+    s.start_s += r.start_seconds;
+    s.forward_s += r.forward_seconds;
+    s.sample_s += r.sample_seconds;
     s.canvas_tokens += r.canvas.size();
     s.answer_tokens += r.answer.size();
     s.forwards += r.forwards;
@@ -518,6 +531,16 @@ Runner AddBench(CLI::App& app) {
         }
         std::printf("\n");
       }
+    }
+    std::printf("where the time goes (ms per request): prefix lookup+build, forwards, sampling, other\n");
+    for (const auto& m : modes) {
+      const json& ph = jmodes[m.name]["phases"];
+      const double st = ph["start_s_per_request"].get<double>(), fw = ph["forward_s_per_request"].get<double>(),
+                   sa = ph["sample_s_per_request"].get<double>(), ot = ph["other_s_per_request"].get<double>();
+      const double tot = std::max(1e-12, st + fw + sa + ot);
+      std::printf("  %-14s %8.1f %8.1f %8.1f %8.1f   (forward %2.0f%%, prefix %2.0f%%, sampling %2.0f%%)\n",
+                  m.name.c_str(), 1e3 * st, 1e3 * fw, 1e3 * sa, 1e3 * ot, 100 * fw / tot, 100 * st / tot,
+                  100 * sa / tot);
     }
     std::printf("efficiency (%s): %.2f GFLOP/s achieved vs %.2f GFLOP/s oneDNN bf16 GEMM %zux%zux%zu (%.0f%%)\n",
                 ref.name.c_str(), achieved, gemm, gm, gn, gk, gemm > 0 ? 100 * achieved / gemm : 0.0);

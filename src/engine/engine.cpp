@@ -139,19 +139,29 @@ void Engine::StepBatch(std::span<Request* const> requests) {
 }
 
 RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
-  const auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto t0 = Clock::now();
   std::unique_ptr<Request> req = Start(std::move(options));
+  const auto t_started = Clock::now();
+  double forward_s = 0, sample_s = 0;
   while (!req->done()) {
     std::vector<model::SeqPlan> plans;
     req->PlanStep(&plans);
     model::ForwardStats st;
+    const auto a = Clock::now();
     model::Forward(model_, plans, &st);
+    const auto b = Clock::now();
     req->add_token_layers(st.token_layers);
     req->add_flops(st.matmul_flops + st.attention_flops);
     req->FinishStep();
+    const auto c = Clock::now();
+    forward_s += secs(a, b);
+    sample_s += secs(b, c);
     if (on_step) on_step(*req);
   }
-  req->add_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  req->add_seconds(secs(t0, Clock::now()));
+  req->add_phase_seconds(secs(t0, t_started), forward_s, sample_s);
   return req->result();
 }
 

@@ -115,6 +115,9 @@ RequestResult Request::result() const {
   r.token_layers = token_layers_;
   r.flops = flops_;
   r.seconds = seconds_;
+  r.start_seconds = start_seconds_;
+  r.forward_seconds = forward_seconds_;
+  r.sample_seconds = sample_seconds_;
   return r;
 }
 

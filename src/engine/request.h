@@ -42,6 +42,10 @@ struct RequestResult {
   uint64_t token_layers = 0;     // tokens x layers computed, summed over its forwards
   double flops = 0;              // matmul + attention FLOPs of its forwards (Engine::Run only)
   double seconds = 0;
+  // Where `seconds` went (Engine::Run only): `start` = prefix lookup, prefix-alone build on a miss
+  // and copying the entry into the request; `forward` = the model's forwards; `sample` = the
+  // denoiser's scoring and commits. The remainder (planning, the step callback) is seconds - the three.
+  double start_seconds = 0, forward_seconds = 0, sample_seconds = 0;
 };
 
 class Request {
@@ -62,6 +66,11 @@ class Request {
   RequestResult result() const;
   int n_tokens() const { return static_cast<int>(tokens_.size()); }
   void add_seconds(double s) { seconds_ += s; }
+  void add_phase_seconds(double start, double forward, double sample) {
+    start_seconds_ += start;
+    forward_seconds_ += forward;
+    sample_seconds_ += sample;
+  }
   void add_token_layers(uint64_t n) { token_layers_ += n; }
   void add_flops(double f) { flops_ += f; }
 
@@ -86,6 +95,7 @@ class Request {
   uint64_t token_layers_ = 0;
   double flops_ = 0;
   double seconds_ = 0;
+  double start_seconds_ = 0, forward_seconds_ = 0, sample_seconds_ = 0;
 };
 
 }  // namespace bicache::engine

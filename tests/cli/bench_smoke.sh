@@ -60,6 +60,13 @@ for m in modes:
     assert d["forwards_per_request"] > 0, m
     assert 0 <= d["accuracy"] <= 1 and 0 <= d["agreement"] <= 1 and 0 <= d["hit_rate"] <= 1, m
     assert m in j["speedup_vs_none"] and m in j["speedup_vs_dual"], m
+    # Per-phase breakdown: the phases add up to the mode's time and the forwards take some of it.
+    ph = d["phases"]
+    parts = [ph[k] for k in ("start_s_per_request", "forward_s_per_request", "sample_s_per_request",
+                             "other_s_per_request")]
+    assert all(p >= 0 for p in parts), (m, ph)
+    assert ph["forward_s_per_request"] > 0 and ph["sample_s_per_request"] > 0, (m, ph)
+    assert abs(sum(parts) - d["seconds"] / n) <= 1e-6 + 1e-3 * d["seconds"] / n, (m, ph, d["seconds"])
 assert j["modes"]["none"]["agreement"] == 1.0
 assert j["modes"]["none"]["hit_rate"] == 0 and j["modes"]["none"]["cache_bytes"] == 0
 # 2 prefixes x 2 requests: the second request of each prefix hits in the prefix-caching modes.
@@ -67,12 +74,15 @@ for m in ["llm", "bicache", "bicache+dual"]:
     assert j["modes"][m]["hit_rate"] == 0.5, (m, j["modes"][m]["hit_rate"])
     assert j["modes"][m]["cache_bytes"] > 0, m
     assert j["modes"][m]["mean_depth"] >= 1, m
+    # the prefix-alone builds of the two misses are charged to the prefix phase
+    assert j["modes"][m]["phases"]["start_s_per_request"] > 0, m
 assert j["depth_table"]["present"] and j["depth_table"]["max_depth"] == 2
 assert j["settings"]["block_length"] == 2  # dual included, no --block-length: gen/4
 assert j["efficiency"]["gemm_gflops"] > 0
 print("bench json ok")
 PY
 
+grep -q "where the time goes" "$TMP/stdout.txt" || { echo "no per-phase breakdown in the table"; exit 1; }
 head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
 grep -q '</svg>' "$TMP/out.svg"
 echo "bench smoke ok"
