@@ -313,6 +313,8 @@ def main():
                     help="rows per batch repeated with their prefix isolated in the shallow layers (BiCache-aware fine-tuning)")
     ap.add_argument("--iso-max", type=int, default=4, help="deepest isolated depth d of those copies (d ~ U{1..iso-max})")
     ap.add_argument("--cons-weight", type=float, default=1.0, help="weight of the prefix K/V consistency term")
+    ap.add_argument("--cycle-minutes", type=float, default=None,
+                    help="with --new-cycle: length of the cosine cycle (default --minutes; a run may stop before its end)")
     ap.add_argument("--new-cycle", action="store_true",
                     help="a fresh cosine LR cycle over this invocation's --minutes (short warmup), instead of the cumulative schedule")
     ap.add_argument("--fresh", action="store_true")
@@ -377,7 +379,7 @@ def main():
             break
         prog = done_s / (args.curriculum_minutes * 60)
         if args.new_cycle:
-            frac = min(1.0, (now - t_start) / (args.minutes * 60))
+            frac = min(1.0, (now - t_start) / ((args.cycle_minutes or args.minutes) * 60))
             wu = min(1.0, (step - step0 + 1) / 50)
         else:
             frac = min(1.0, done_s / total_s)
