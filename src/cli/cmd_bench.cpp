@@ -326,6 +326,7 @@ Runner AddBench(CLI::App& app) {
                                      engine::ParseRatioBand(o->band)};
 
     auto lm = engine::LoadedModel::Load(o->model);
+    ApplyModelThreads(o->threads, lm->model().config());
     const auto& cfg = lm->model().config();
     base.sampler.stop_ids = lm->stop_ids();
     const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);

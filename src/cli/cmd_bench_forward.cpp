@@ -207,6 +207,7 @@ Runner AddBenchForward(CLI::App& app) {
       m = model::Model::Load(o->model);
     }
     const auto& c = m->config();
+    ApplyModelThreads(o->threads, c);
     const int threads = omp_get_max_threads();
     std::printf("model %s: %s, %d layers, d %d, %d heads x %d (%d kv), d_ff %d, vocab %d; built/loaded in %.1f s\n",
                 o->model.empty() ? "(synthetic)" : o->model.c_str(), model::ArchName(c.arch), c.n_layer, c.d_model,

@@ -228,6 +228,7 @@ Runner AddBenchServe(CLI::App& app) {
       so.max_running = o->max_running > 0 ? o->max_running : o->clients;
       so.max_queue = std::max(64, o->clients * 2);
       so.cache_budget_mb = o->cache_budget_mb;
+      so.threads = o->threads;  // 0: the server picks engine::ForwardThreads' default for the model
       so.limits.max_tokens_limit = std::max(so.limits.max_tokens_limit, o->max_tokens);
       so.limits.max_steps = std::max(so.limits.max_steps, steps);
       lm.reset();  // the server loads its own copy

@@ -45,6 +45,7 @@ Runner AddCalibrate(CLI::App& app) {
     ApplyThreads(o->threads);
     const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
     auto lm = engine::LoadedModel::Load(o->model);
+    ApplyModelThreads(o->threads, lm->model().config());
     const model::ModelConfig& cfg = lm->model().config();
 
     std::vector<engine::CalibrationSample> samples;

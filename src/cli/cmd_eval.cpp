@@ -101,6 +101,7 @@ Runner AddEval(CLI::App& app) {
     const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
     const std::vector<const engine::SuiteSample*> selected = Select(suite, o->limit, families);
     auto lm = engine::LoadedModel::Load(o->model);
+    ApplyModelThreads(o->threads, lm->model().config());
     const model::ModelConfig& cfg = lm->model().config();
     base.sampler.stop_ids = lm->stop_ids();
     base.sampler.mask_id = cfg.mask_token_id;

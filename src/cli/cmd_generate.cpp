@@ -81,6 +81,7 @@ Runner AddGenerate(CLI::App& app) {
     req.cache = o->s.Cache();
     req.refresh_interval = o->s.refresh;
     auto lm = engine::LoadedModel::Load(o->model);
+    ApplyModelThreads(o->threads, lm->model().config());
     engine::Prompt prompt;
     if (!o->chat.empty()) {
       std::vector<tokenizer::ChatMessage> msgs;

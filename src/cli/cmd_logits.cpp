@@ -60,6 +60,7 @@ Runner AddLogits(CLI::App& app) {
     }
     ApplyThreads(o->threads);
     auto model = model::Model::Load(o->model);
+    ApplyModelThreads(o->threads, model->config());
     const auto& c = model->config();
     std::vector<int32_t> ids = o->tokens.empty() ? TokenizeForCli(*model, o->prompt) : ParseTokenList(o->tokens);
     std::vector<float> logits(ids.size() * static_cast<size_t>(c.n_vocab));

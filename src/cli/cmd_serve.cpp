@@ -54,6 +54,7 @@ Runner AddServe(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   return [=]() {
     ApplyThreads(o->threads);
+    o->s.threads = o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
     o->s.limits.default_cache = engine::ParseCacheMode(o->cache);
     // Block the signals before any thread starts so every thread inherits the mask.
     sigset_t set;

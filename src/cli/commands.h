@@ -2,6 +2,8 @@
 // registers its flags on the shared CLI11 app; the returned callback runs it.
 #pragma once
 
+#include "model/config.h"
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -30,5 +32,8 @@ void AddModelFlag(CLI::App* cmd, std::string* path);
 // Adds `-t/--threads N` and applies it (OpenMP) when the command runs.
 void AddThreadsFlag(CLI::App* cmd, int* threads);
 void ApplyThreads(int threads);
+// Once the model is known: without -t, a small model's forwards run on one thread
+// (engine::ForwardThreads, measured in docs/benchmarks.md).
+void ApplyModelThreads(int threads, const model::ModelConfig& config);
 
 }  // namespace bicache::cli

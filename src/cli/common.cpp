@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "engine/threads.h"
 
 namespace bicache::cli {
 namespace {
@@ -52,12 +53,18 @@ void AddModelFlag(CLI::App* cmd, std::string* path) {
 
 void AddThreadsFlag(CLI::App* cmd, int* threads) {
   *threads = 0;
-  cmd->add_option("-t,--threads", *threads, "worker threads (default: all cores)")
+  cmd->add_option("-t,--threads", *threads,
+                  "worker threads (default: 1 for a model with d_model <= 512, where waking a second thread costs "
+                  "more than it saves; else all cores)")
       ->check(CLI::Range(0, 1024));
 }
 
 void ApplyThreads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
+}
+
+void ApplyModelThreads(int threads, const model::ModelConfig& config) {
+  engine::UseThreads(engine::ForwardThreads(threads, config));
 }
 
 }  // namespace bicache::cli

@@ -1,5 +1,7 @@
 #include "engine/scheduler.h"
 
+#include "engine/threads.h"
+
 #include <algorithm>
 
 namespace bicache::engine {
@@ -90,6 +92,7 @@ SchedulerStats Scheduler::stats() const {
 }
 
 void Scheduler::WorkerLoop() {
+  UseThreads(options_.threads);  // OpenMP's team size is per thread: set it on the worker itself
   for (;;) {
     std::vector<Job> dead;
     {

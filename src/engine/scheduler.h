@@ -36,6 +36,7 @@ struct SchedulerOptions {
   int max_running = 8;    // requests in one batch
   int max_queue = 64;     // requests waiting for admission
   int token_budget = 0;   // sum of running n_tokens; 0 = unlimited
+  int threads = 0;        // OpenMP threads of the worker's forwards; 0 = the process default
 };
 
 struct RequestCallbacks {

@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "engine/threads.h"
+
 #include <filesystem>
 
 #include "server/generation.h"
@@ -83,7 +85,8 @@ void Server::Load() {
     eo.depth_table = lm_->LoadDepthTable();
     engine_ = std::make_unique<engine::Engine>(lm_->model(), std::move(eo));
     scheduler_ = std::make_unique<engine::Scheduler>(
-        *engine_, engine::SchedulerOptions{options_.max_running, options_.max_queue, options_.max_batch_tokens});
+        *engine_, engine::SchedulerOptions{options_.max_running, options_.max_queue, options_.max_batch_tokens,
+                                           engine::ForwardThreads(options_.threads, lm_->model().config())});
     gen_->lm = lm_.get();
     gen_->scheduler = scheduler_.get();
     gen_->model_id = options_.model_id;

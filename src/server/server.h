@@ -35,6 +35,7 @@ struct ServerOptions {
   int max_queue = 64;
   int max_running = 8;
   int max_batch_tokens = 0;      // scheduler token budget; 0 = unlimited
+  int threads = 0;               // OpenMP threads of the forwards; 0 = engine::ForwardThreads' default
   size_t max_body_bytes = 1 << 20;
   double cache_budget_mb = 0;    // 0 = the engine's default
 };
