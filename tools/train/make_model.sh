@@ -2,7 +2,10 @@
 # Regenerate the embedded tiny DLM: held-out suite, tokenizer, fixtures, training
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
-#   tools/train/make_model.sh [MINUTES]      (default 151)
+#   tools/train/make_model.sh [MINUTES [MINUTES4]]      (default 151 and 85)
+#
+# MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
+# fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term).
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
 # of wall time (the committed model: 4 min probe + 62 min + 85 min, ~1 step/s on the 2-core CPU box,
@@ -15,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 MIN=${1:-151}
+MIN4=${2:-85}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -41,4 +45,11 @@ $PY tools/train/train.py --minutes "$P2" "${LEVEL[@]}" --p-doc 0.85 --raise-at 0
   --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
 $PY tools/train/train.py --minutes "$P3" --total-minutes "$((MIN + 23))" --lr 6e-4 --p-doc 0.85 --raise-at 0.45 \
   --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
+# Phase 4 (resumes, new learning-rate cycle): BiCache-aware fine-tuning, docs/model.md "Fifth run".
+# 4 rows of each batch of 16 are repeated with their shared prefix isolated in layers < d, d ~ U{1,2},
+# and a consistency term pulls the full request's prefix K/V in layers 0..d towards the isolated
+# copy's. The committed model ran it from the step-7639 GGUF (tools/train/import_gguf.py): an
+# 85-minute cosine cycle (MIN4 shorter stops it early).
+$PY tools/train/train.py --minutes "$MIN4" --new-cycle --cycle-minutes 85 --lr 4e-4 --iso-pairs 4 --iso-max 2 --cons-weight 5 \
+  --p-doc 0.85 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
 $PY tools/train/export.py --out models/tiny-llada.gguf
