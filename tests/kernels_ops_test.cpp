@@ -290,6 +290,42 @@ TEST(KernelsOps, AttentionOddHeadDimAndLargeScores) {
   CheckAttention({5, 200, 2, 2, 40}, /*q_scale=*/30.0f);  // sharp softmax: scores up to ~200
 }
 
+// K/V split into pieces that lie in different buffers (a partial layer: cached prefix rows, the
+// rows computed this step, cached rows after them) must attend exactly as the rows concatenated,
+// against the scalar reference; empty pieces and pieces that straddle kv tiles included.
+TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
+  const size_t hd = 64, n_head = 4, n_kv_head = 2, kvs = n_kv_head * hd + 3, qs = n_head * hd;
+  for (auto split : {std::vector<size_t>{150, 40, 0}, {0, 37, 100}, {70, 1, 69}, {63, 2, 65, 5}}) {
+    size_t n_kv = 0;
+    for (size_t n : split) n_kv += n;
+    for (size_t n_q : {1, 8, 40}) {
+      const uint32_t seed = static_cast<uint32_t>(n_kv * 7 + n_q);
+      auto q = Random(n_q * qs, seed), k = Random(n_kv * kvs, seed + 1), v = Random(n_kv * kvs, seed + 2);
+      // Each piece copied into a buffer of its own, so a read outside a piece would hit other memory.
+      std::vector<std::vector<float>> kb, vb;
+      std::vector<KvSegment> segs;
+      size_t row = 0;
+      for (size_t n : split) {
+        kb.emplace_back(k.begin() + row * kvs, k.begin() + (row + n) * kvs);
+        vb.emplace_back(v.begin() + row * kvs, v.begin() + (row + n) * kvs);
+        row += n;
+      }
+      for (size_t i = 0; i < split.size(); ++i) segs.push_back({kb[i].data(), vb[i].data(), split[i]});
+      std::vector<float> got(n_q * qs), want(n_q * qs);
+      AttentionSegments(q.data(), n_q, qs, segs, kvs, n_head, n_kv_head, hd, 0.125f, got.data(), qs);
+      ref::Attention(q.data(), n_q, qs, k.data(), v.data(), n_kv, kvs, n_head, n_kv_head, hd, 0.125f,
+                     want.data(), qs);
+      ExpectNear(got, want, 1e-5f, 1e-5f, "attention segments n_q=" + std::to_string(n_q));
+    }
+  }
+}
+
+TEST(KernelsOps, AttentionSegmentsRejectTooManyPieces) {
+  std::vector<float> q(64), k(64), v(64), out(64);
+  std::vector<KvSegment> segs(kMaxKvSegments + 1, KvSegment{k.data(), v.data(), 1});
+  EXPECT_THROW(AttentionSegments(q.data(), 1, 64, segs, 64, 1, 1, 64, 0.125f, out.data(), 64), Error);
+}
+
 TEST(KernelsOps, AttentionWithOneKvTokenReturnsV) {
   const size_t hd = 64, n_head = 4, n_kv_head = 2, n_q = 5;
   auto q = Random(n_q * n_head * hd, 31), k = Random(n_kv_head * hd, 32),

@@ -108,8 +108,8 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* vp, size_t hdp, s
 }
 
 // One work item: query rows [q0, q1) of head h.
-void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const float* k,
-                 const float* v, size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
+void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
+                 size_t n_segs, size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
                  float scale, float* out, size_t out_stride, Scratch& sc) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -130,11 +130,17 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const fl
   // Vp padding columns stay zero for the whole call; only [0, hd) of each row is rewritten.
   std::fill(sc.vp.begin(), sc.vp.begin() + T * hdp, 0.0f);
 
+  size_t seg = 0, seg_row = 0;  // the segment holding kv row j0 + j, and the row within it
   for (size_t j0 = 0; j0 < n_kv; j0 += T) {
     const size_t len = std::min(T, n_kv - j0);
     for (size_t j = 0; j < len; ++j) {
-      const float* kj = k + (j0 + j) * kv_stride + g * hd;
-      const float* vj = v + (j0 + j) * kv_stride + g * hd;
+      while (seg_row == segs[seg].n) {
+        ++seg;
+        seg_row = 0;
+      }
+      const float* kj = segs[seg].k + seg_row * kv_stride + g * hd;
+      const float* vj = segs[seg].v + seg_row * kv_stride + g * hd;
+      ++seg_row;
       for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = kj[i];
       std::copy(vj, vj + hd, sc.vp.data() + j * hdp);
     }
@@ -179,7 +185,7 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const fl
   }
 }
 
-void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_segs,
                    size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
                    size_t head_dim, float scale, float* out, size_t out_stride) {
   const DF df;
@@ -210,8 +216,8 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const float* k, 
       const size_t qb = static_cast<size_t>(item) % n_qblocks;
       const size_t q0 = qb * qblock;
       const size_t q1 = std::min(n_q, q0 + qblock);
-      AttendBlock(q, q0, q1, q_stride, k, v, n_kv, kv_stride, h, h / group, head_dim, scale, out,
-                  out_stride, sc);
+      AttendBlock(q, q0, q1, q_stride, segs, n_segs, n_kv, kv_stride, h, h / group, head_dim, scale,
+                  out, out_stride, sc);
     }
   }
 }
@@ -231,6 +237,16 @@ HWY_EXPORT(AttentionImpl);
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                float scale, float* out, size_t out_stride) {
+  const KvSegment one{k, v, n_kv};
+  AttentionSegments(q, n_q, q_stride, std::span<const KvSegment>(&one, 1), kv_stride, n_head, n_kv_head,
+                    head_dim, scale, out, out_stride);
+}
+
+void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
+                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
+                       float* out, size_t out_stride) {
+  size_t n_kv = 0;
+  for (const KvSegment& sg : segs) n_kv += sg.n;
   if (n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0) {
     throw Error(ErrorKind::kInvalidArgument,
                 "attention: n_head " + std::to_string(n_head) +
@@ -247,7 +263,18 @@ void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, cons
                                                out + t * out_stride + n_head * head_dim, 0.0f);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, k, v, n_kv, kv_stride, n_head, n_kv_head,
+  // Empty segments are dropped so the row walk in AttendBlock never has to skip one at its end.
+  KvSegment kept[kMaxKvSegments];
+  size_t n_kept = 0;
+  for (const KvSegment& sg : segs) {
+    if (sg.n == 0) continue;
+    if (n_kept == kMaxKvSegments) {
+      throw Error(ErrorKind::kInvalidArgument, "attention: more than " + std::to_string(kMaxKvSegments) +
+                                                   " K/V segments");
+    }
+    kept[n_kept++] = sg;
+  }
+  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, kept, n_kept, n_kv, kv_stride, n_head, n_kv_head,
                                       head_dim, scale, out, out_stride);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <cstdint>
 
 namespace bicache::kernels {
@@ -49,5 +50,18 @@ void F16ToF32(const uint16_t* src, float* dst, size_t n);
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                float scale, float* out, size_t out_stride);
+
+// The same attention over K/V rows held in up to kMaxKvSegments pieces (same kv_stride), attended
+// as their concatenation in order: a partial layer's cached prefix rows and its freshly computed
+// rows are read where they lie instead of being copied into one [n_kv] buffer per layer and step.
+struct KvSegment {
+  const float* k;  // [n, kv_stride]
+  const float* v;  // [n, kv_stride]
+  size_t n;
+};
+constexpr size_t kMaxKvSegments = 4;
+void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
+                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
+                       float* out, size_t out_stride);
 
 }  // namespace bicache::kernels

@@ -120,7 +120,7 @@ void Project(const kernels::Linear& w, const float* x, int rows, float* y, Forwa
 // memset and page faults (glibc hands blocks this large back to the OS on free). Every row a
 // forward reads it has written first, so stale contents are never seen.
 struct Scratch {
-  std::vector<float> x, h, q, k, v, att, gate, up, qkv, nx, k_full, v_full, sel, logits;
+  std::vector<float> x, h, q, k, v, att, gate, up, qkv, nx, sel, logits;
   std::vector<int32_t> pos;
 };
 
@@ -157,8 +157,6 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   float* gate = Grow(sc.gate, mr * ff);  // [rows, d_ff]
   float* up = Grow(sc.up, mr * ff);      // [rows, d_ff]
   int32_t* pos = Grow(sc.pos, mr);       // [rows] absolute positions
-  std::vector<float>& k_full = sc.k_full;  // [n, kv_dim] per-sequence scratch
-  std::vector<float>& v_full = sc.v_full;
 
   // ---- embedding ----
   Layout lay = MakeLayout(seqs, 0);
@@ -241,17 +239,19 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       const float* ks = &k[(size_t)rb * kvd];
       const float* vs = &v[(size_t)rb * kvd];
       if (pe - pb != n) {
-        // Partial layer: stitch the computed rows into the sequence's cached K/V.
+        // Partial layer: the cached rows before and after the computed range are read where they
+        // lie in the sequence's K/V ([n, kvd]), the computed rows from this forward's buffers.
         const LayerKv& in = p.kv_in->layers[l];
-        k_full.assign(in.k.begin(), in.k.end());
-        v_full.assign(in.v.begin(), in.v.end());
-        CopyRows(&k_full[(size_t)pb * kvd], ks, pe - pb, kvd);
-        CopyRows(&v_full[(size_t)pb * kvd], vs, pe - pb, kvd);
-        ks = k_full.data();
-        vs = v_full.data();
+        const size_t after = (size_t)pe * kvd;
+        const kernels::KvSegment segs[3] = {{in.k.data(), in.v.data(), (size_t)pb},
+                                            {ks, vs, (size_t)(pe - pb)},
+                                            {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
+        kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head, c.n_kv_head, hd,
+                                   scale, &att[(size_t)rb * qd], qd);
+      } else {
+        kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head, hd,
+                           scale, &att[(size_t)rb * qd], qd);
       }
-      kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head, hd,
-                         scale, &att[(size_t)rb * qd], qd);
       st.attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
       if (p.kv_out && l < p.capture_kv_layers) {
         LayerKv& out = p.kv_out->layers[l];
