@@ -79,9 +79,21 @@ for m in ["llm", "bicache", "bicache+dual"]:
 assert j["depth_table"]["present"] and j["depth_table"]["max_depth"] == 2
 assert j["settings"]["block_length"] == 2  # dual included, no --block-length: gen/4
 assert j["efficiency"]["gemm_gflops"] > 0
+# The project's targets, with what was measured against them.
+t = {x["mode"]: x for x in j["targets"]}
+assert set(t) == {"bicache", "bicache+dual"}, t
+assert t["bicache"]["versus"] == "none" and t["bicache+dual"]["versus"] == "dual"
+for x in t.values():
+    want = j["modes"][x["mode"]]["tokens_per_s"] / j["modes"][x["versus"]]["tokens_per_s"]
+    assert abs(x["speedup"] - want) < 1e-9, x
+    assert x["speedup_met"] == (x["speedup"] >= x["speedup_target"]), x
+    assert abs(x["speedup_shortfall"] - max(0.0, x["speedup_target"] - x["speedup"])) < 1e-9, x
+    acc = 100 * (j["modes"][x["mode"]]["accuracy"] - j["modes"]["none"]["accuracy"])
+    assert abs(x["accuracy_points_vs_none"] - acc) < 1e-9, x
 print("bench json ok")
 PY
 
+grep -q "^target: bicache " "$TMP/stdout.txt" || { echo "no target line in the table"; exit 1; }
 grep -q "where the time goes" "$TMP/stdout.txt" || { echo "no per-phase breakdown in the table"; exit 1; }
 head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
 grep -q '</svg>' "$TMP/out.svg"
