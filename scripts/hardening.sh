@@ -48,7 +48,8 @@ TSAN_TESTS='SchedulerTest|PrefixStore|PrefixTree|RecentPrefix|MemoryBudget|Engin
 stage_tsan() {
   configure build-tsan -DBICACHE_TSAN=ON
   cmake --build build-tsan -j "$JOBS" --target bicache bicache_tests
-  (cd build-tsan && OMP_NUM_THREADS=1 ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS")
+  # BICACHE_TEST_THREADS=1: the server tests pass it as -t, which the scheduler's worker applies.
+  (cd build-tsan && OMP_NUM_THREADS=1 BICACHE_TEST_THREADS=1 ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS")
 }
 
 FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat)

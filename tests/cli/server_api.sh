@@ -8,7 +8,7 @@ SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
 
-start_server "$BIN" -m "$M" -t 2 --max-tokens-limit 64 --max-steps 64 \
+start_server "$BIN" -m "$M" -t "$SERVE_THREADS" --max-tokens-limit 64 --max-steps 64 \
   --max-body-bytes 65536 --cache fixed:1
 echo "server at $URL"
 

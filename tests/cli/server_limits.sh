@@ -8,7 +8,7 @@ SRC=$2
 M=$SRC/tests/data/golden/llada-tiny.gguf
 source "$(dirname "$0")/lib/serve.sh"
 
-start() { start_server "$BIN" -m "$M" -t 2 "$@"; }
+start() { start_server "$BIN" -m "$M" -t "$SERVE_THREADS" "$@"; }
 BODY='{"prompt":"hi","max_tokens":4}'
 
 start --api-key s3cret

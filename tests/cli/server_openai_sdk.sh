@@ -12,5 +12,5 @@ if ! command -v node >/dev/null || [[ ! -d $SRC/tests/server/node_modules/openai
 fi
 source "$(dirname "$0")/lib/serve.sh"
 
-start_server "$BIN" -m "$M" -t 2 --max-tokens-limit 64 --max-steps 64
+start_server "$BIN" -m "$M" -t "$SERVE_THREADS" --max-tokens-limit 64 --max-steps 64
 BICACHE_URL=$URL timeout 300 node "$SRC/tests/server/sdk_test.mjs"

@@ -3,6 +3,10 @@
 # trap stops the server and removes TMP. Usage: start_server BIN [serve flags...]
 # Also the shared assertions: check LABEL CMD... (prints ok/FAIL with the last response body in
 # $TMP/body, sets fail=1), jqtest FILTER (jq on $TMP/body) and stop (SIGTERM, wait).
+# SERVE_THREADS: the -t the tests give the server (2: the batch forwards run on both cores). The
+# TSan stage sets BICACHE_TEST_THREADS=1: libgomp is not instrumented, so its worker threads must
+# not start there (scripts/hardening.sh).
+SERVE_THREADS=${BICACHE_TEST_THREADS:-2}
 TMP=$(mktemp -d)
 PID=
 URL=
