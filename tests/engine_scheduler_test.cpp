@@ -3,11 +3,15 @@
 // waits are bounded only so a bug fails the test instead of hanging it.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
 #include "engine/loaded_model.h"
 #include "engine/scheduler.h"
+#include "engine/threads.h"
 #include "test_util.h"
 
 namespace bicache::engine {
@@ -214,6 +218,36 @@ TEST_F(SchedulerTest, TokenBudgetStillAdmitsAnOversizedRequestAlone) {
   ASSERT_TRUE(b.Wait());
   EXPECT_TRUE(a.ok);
   EXPECT_TRUE(b.ok);
+}
+
+// `serve -t N` reaches the forwards: OpenMP's team size is a per-thread setting, so the worker
+// applies SchedulerOptions::threads itself (before, the main thread's omp_set_num_threads never
+// reached the worker and its forwards ran on every core).
+TEST_F(SchedulerTest, ThreadsOptionIsAppliedOnTheWorkerThread) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "more than one OpenMP thread would start uninstrumented libgomp workers under TSan";
+#endif
+  const int want = omp_get_max_threads() == 2 ? 3 : 2;  // differs from the process default
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 2, .max_queue = 4, .token_budget = 0, .threads = want});
+  Outcome out;
+  std::atomic<int> seen{0};
+  RequestCallbacks cb = out.Callbacks();
+  cb.on_step = [&](const Request&) { seen = omp_get_max_threads(); };  // runs on the worker
+  sched.Submit(Options(1), std::move(cb));
+  ASSERT_TRUE(out.Wait());
+  EXPECT_TRUE(out.ok);
+  EXPECT_EQ(seen.load(), want);
+}
+
+TEST(ForwardThreads, SmallModelsRunOnOneThreadUnlessAsked) {
+  model::ModelConfig small, big;
+  small.d_model = kSmallModelDim;
+  big.d_model = 2 * kSmallModelDim;
+  EXPECT_EQ(ForwardThreads(0, small), 1);
+  EXPECT_EQ(ForwardThreads(0, big), omp_get_num_procs());
+  EXPECT_EQ(ForwardThreads(3, small), 3);
+  EXPECT_EQ(ForwardThreads(5, big), 5);
 }
 
 }  // namespace

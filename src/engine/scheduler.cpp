@@ -1,8 +1,8 @@
 #include "engine/scheduler.h"
 
-#include "engine/threads.h"
-
 #include <algorithm>
+
+#include "engine/threads.h"
 
 namespace bicache::engine {
 namespace {

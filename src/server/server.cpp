@@ -1,9 +1,8 @@
 #include "server/server.h"
 
-#include "engine/threads.h"
-
 #include <filesystem>
 
+#include "engine/threads.h"
 #include "server/generation.h"
 #include "server/httplib_wrap.h"
 #include "server/metrics.h"
