@@ -224,7 +224,7 @@ TEST_F(SchedulerTest, TokenBudgetStillAdmitsAnOversizedRequestAlone) {
 // applies SchedulerOptions::threads itself (before, the main thread's omp_set_num_threads never
 // reached the worker and its forwards ran on every core).
 TEST_F(SchedulerTest, ThreadsOptionIsAppliedOnTheWorkerThread) {
-#if defined(__SANITIZE_THREAD__)
+#ifdef BICACHE_TSAN_BUILD
   GTEST_SKIP() << "more than one OpenMP thread would start uninstrumented libgomp workers under TSan";
 #endif
   const int want = omp_get_max_threads() == 2 ? 3 : 2;  // differs from the process default
