@@ -2,11 +2,15 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+
 namespace bicache::engine {
 
 int ForwardThreads(int requested, const model::ModelConfig& config) {
   if (requested > 0) return requested;
-  return config.d_model <= kSmallModelDim ? 1 : omp_get_num_procs();
+  // A user's OMP_NUM_THREADS is an explicit choice too; larger models keep OpenMP's default.
+  if (std::getenv("OMP_NUM_THREADS") != nullptr || config.d_model > kSmallModelDim) return 0;
+  return 1;
 }
 
 void UseThreads(int n) {

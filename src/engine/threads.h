@@ -13,7 +13,8 @@ namespace bicache::engine {
 
 constexpr int kSmallModelDim = 512;
 
-// `requested` > 0 is taken as is; 0 means: 1 for a small model, else every core.
+// `requested` > 0 is taken as is. Without it: 1 for a small model unless OMP_NUM_THREADS is set;
+// otherwise 0, which leaves OpenMP's default (OMP_NUM_THREADS, else every core).
 int ForwardThreads(int requested, const model::ModelConfig& config);
 
 // Sets the OpenMP team size of the calling thread's later parallel regions (the setting is per
