@@ -55,7 +55,7 @@ void AddThreadsFlag(CLI::App* cmd, int* threads) {
   *threads = 0;
   cmd->add_option("-t,--threads", *threads,
                   "worker threads (default: 1 for a model with d_model <= 512, where waking a second thread costs "
-                  "more than it saves; else all cores)")
+                  "more than it saves; else all cores; OMP_NUM_THREADS, when set, instead of that rule)")
       ->check(CLI::Range(0, 1024));
 }
 
