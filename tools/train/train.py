@@ -80,6 +80,7 @@ class Batcher:
         self.ts = suite.TrainStream(seed + 1, heldout_prefixes)
         self.gen = gen_length
 
+    p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
 
     def facts_range(self, prog):
@@ -91,7 +92,7 @@ class Batcher:
 
     def sample(self, prog, long=False):
         r = self.rng.random()
-        fam = "docqa" if r < self.p_doc else ("rule" if r < self.p_doc + (1 - self.p_doc) * 0.6 else "arith")
+        fam = "docqa" if r < self.p_doc else ("rule" if r < self.p_doc + (1 - self.p_doc) * self.p_rule else "arith")
         npre = 0
         if long:
             npre = self.rng.randint(12, 40)
@@ -135,7 +136,8 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     prefix computed alone, as BiCache's cached forward of depth d serves it), and a consistency term
     1 - cos(K/V in the full request, K/V of the isolated copy) over the prefix tokens of layers 0..d
     (the quantity `bicache calibrate` measures) pulls the shallow prefix K/V towards prefix-alone ones.
-    Returns (loss, docqa value accuracy or None, consistency term or None)."""
+    Returns (loss, docqa value accuracy or None, consistency term or None, accuracy of the first
+    answer token of the rule/arith rows or None)."""
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -175,6 +177,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     n = min(iso_pairs, B) if plen is not None else 0
     iso, kv, kvl = None, None, 0
     accrow = first & ~full[:, None] & isdoc[:, None] if (first is not None and isdoc is not None) else None
+    othrow = first & ~full[:, None] & ~isdoc[:, None] if (first is not None and isdoc is not None) else None
     if n > 0:
         d = torch.randint(1, iso_max + 1, (n,), generator=gen)
         iso = (torch.cat([plen, plen[:n]]), torch.cat([torch.zeros(B, dtype=torch.long), d]))
@@ -182,6 +185,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         wfull, cnt = torch.cat([wfull, wfull[:n]]), torch.cat([cnt, cnt[:n]])
         if accrow is not None:
             accrow = torch.cat([accrow, torch.zeros_like(accrow[:n])])
+            othrow = torch.cat([othrow, torch.zeros_like(othrow[:n])])
         kv, kvl = [], iso_max + 1
     with torch.autocast("cpu", dtype=torch.bfloat16):
         logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv)  # only masked positions: [N, V]
@@ -194,6 +198,11 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         sel = accrow[m]
         if sel.any():
             acc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
+    oacc = None
+    if othrow is not None:
+        sel = othrow[m]
+        if sel.any():
+            oacc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
     loss = (ce * w / norm).sum() / R
     cons = None
     if n > 0:
@@ -213,7 +222,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         cons = tot / max(cntc, 1.0)
         loss = loss + cons_weight * cons
         cons = float(cons)
-    return loss, acc, cons
+    return loss, acc, cons, oacc
 
 
 # ----------------------------------------------------------------------------
@@ -293,6 +302,7 @@ def main():
     ap.add_argument("--max-facts", type=int, default=32)
     ap.add_argument("--level", type=int, default=None, help="override the current max docqa facts")
     ap.add_argument("--p-doc", type=float, default=0.6)
+    ap.add_argument("--p-rule", type=float, default=0.6, help="share of the non-docqa rows that are rule (rest arith)")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -355,8 +365,9 @@ def main():
 
     batcher = Batcher(tok, args.seed * 1000003 + step, hp, args.gen_length)
     batcher.p_doc = args.p_doc
+    batcher.p_rule = args.p_rule
     batcher.level = level if args.level is None else args.level
-    acc_ema, last_raise = 0.0, step
+    acc_ema, last_raise, oacc_ema = 0.0, step, 0.0
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
 
     def save():
@@ -389,10 +400,12 @@ def main():
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
         ids, is_ans, valid, first, isdoc, plen = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
-        loss, dacc, cons = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
+        loss, dacc, cons, oacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
                                           cons_weight=args.cons_weight)
+        if oacc is not None:
+            oacc_ema = 0.95 * oacc_ema + 0.05 * oacc
         if cons is not None:
             cons_acc += cons
             cons_n += 1
@@ -422,8 +435,8 @@ def main():
                 log("threads ->", nt, "load %.1f" % os.getloadavg()[0])
         if step % 25 == 0:
             el = t1 - t_start
-            log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
-                step, loss_acc / n_acc, lr, batcher.level, acc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
+            log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f other_first_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
+                step, loss_acc / n_acc, lr, batcher.level, acc_ema, oacc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
                 " kv_cons %.4f" % (cons_acc / cons_n) if cons_n else ""))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
             cons_acc, cons_n = 0.0, 0
