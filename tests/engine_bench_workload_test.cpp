@@ -87,6 +87,24 @@ TEST(BenchWorkload, GroupedOrderKeepsAPrefixTogether) {
   }
 }
 
+TEST(BenchWorkload, ZeroPrefixesTakesEveryQualifyingGroup) {
+  Fixture fx = MakeSuite(3, 4);
+  fx.ratios[0] = -1;  // docqa-0 keeps 3 usable samples: it qualifies for M = 3, not for M = 4
+  Workload w = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 4});
+  EXPECT_EQ(w.groups.size(), 8u);
+  EXPECT_EQ(w.requests.size(), 32u);
+  std::set<std::string> keys;
+  for (const auto& g : w.groups) keys.insert(g.key);
+  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(keys.count("docqa-0"), 0u);
+  EXPECT_EQ(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 3}).groups.size(), 9u);
+  // The default is every group with M = 4 usable requests.
+  EXPECT_EQ(BuildWorkload(fx.suite, fx.ratios, {}).groups.size(), 8u);
+  // Sweep with 0: every group of each half.
+  Workload sw = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 3, .band = RatioBand::kSweep});
+  EXPECT_EQ(sw.groups.size(), 9u);
+}
+
 TEST(BenchWorkload, SkipsUnusableSamplesAndSmallGroups) {
   Fixture fx = MakeSuite(2, 3);
   // Make one sample of docqa-0 unusable: that group then has only 2 usable samples.
@@ -96,7 +114,8 @@ TEST(BenchWorkload, SkipsUnusableSamplesAndSmallGroups) {
   for (const auto& r : w.requests) EXPECT_GE(fx.ratios[r.sample], 0);
   EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 6, .per_prefix = 2}), Error);
   EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 1, .per_prefix = 4}), Error);
-  EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 1}), Error);
+  EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = -1, .per_prefix = 1}), Error);
+  EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 4}), Error);  // no group has 4
   std::vector<double> short_list(3, 0.5);
   EXPECT_THROW(BuildWorkload(fx.suite, short_list, {}), Error);
 }

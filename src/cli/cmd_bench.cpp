@@ -273,14 +273,15 @@ Runner AddBench(CLI::App& app) {
   struct Opts {
     std::string model, suite, modes = "none,llm,dual,bicache,bicache+dual", json, svg;
     std::string order = "interleaved", band = "all";
-    int prefixes = 4, per_prefix = 4, threads = 0;
+    int prefixes = 0, per_prefix = 4, threads = 0;
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
   o->suite = engine::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes P (per band with --ratio-band sweep)");
+  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes P (per band with --ratio-band sweep); "
+                  "default 0 = every prefix group of the suite with M usable requests");
   cmd->add_option("--per-prefix", o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes, "comma-separated cache modes to compare (default: none,llm,dual,bicache,bicache+dual); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");

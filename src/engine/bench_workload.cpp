@@ -84,7 +84,9 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
     throw Error(ErrorKind::kInvalidArgument, "BuildWorkload: " + std::to_string(ratios.size()) +
                                                  " ratios for " + std::to_string(suite.size()) + " suite samples");
   }
-  if (opt.prefixes < 1) throw Error(ErrorKind::kInvalidArgument, "--prefixes must be >= 1");
+  if (opt.prefixes < 0) {
+    throw Error(ErrorKind::kInvalidArgument, "--prefixes must be >= 0 (0 = every usable prefix group)");
+  }
   if (opt.per_prefix < 1) throw Error(ErrorKind::kInvalidArgument, "--per-prefix must be >= 1");
 
   // Qualifying groups, in first-appearance order.
@@ -117,7 +119,7 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
   }
 
   auto need = [&](const std::vector<int>& pool, const char* what) {
-    if (static_cast<int>(pool.size()) < opt.prefixes) {
+    if (static_cast<int>(pool.size()) < std::max(1, opt.prefixes)) {
       throw Error(ErrorKind::kInvalidArgument,
                   "--prefixes " + std::to_string(opt.prefixes) + " --per-prefix " + std::to_string(opt.per_prefix) +
                       ": the suite has only " + std::to_string(pool.size()) + " usable prefix groups " + what +
@@ -128,7 +130,8 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
   std::vector<std::string> band_of;
   auto take = [&](const std::vector<int>& pool, const char* band, const char* what) {
     need(pool, what);
-    for (int g : SpreadPick(groups, pool, opt.prefixes)) {
+    const int want = opt.prefixes == 0 ? static_cast<int>(pool.size()) : opt.prefixes;
+    for (int g : SpreadPick(groups, pool, want)) {
       chosen.push_back(g);
       band_of.push_back(band);
     }

@@ -9,6 +9,8 @@
 //    "short" (< median) and "long" (>= median). `all` draws from every group, `short` / `long`
 //    from one half, `sweep` takes P from each half (2P groups), so one run shows how the gain
 //    grows with the prefix ratio.
+//  * P = 0 takes every qualifying group of the pool (the default of `bicache bench`: the whole
+//    held-out suite, so one differing answer moves accuracy by well under a point).
 //  * Within a pool, the P groups are spread over the families (round-robin in first-appearance
 //    order) and, inside a family, evenly over its groups sorted by ratio (not just the shortest).
 //
@@ -40,7 +42,7 @@ const char* RequestOrderName(RequestOrder order);
 const char* RatioBandName(RatioBand band);
 
 struct WorkloadOptions {
-  int prefixes = 4;    // P (per band with kSweep)
+  int prefixes = 0;    // P (per band with kSweep); 0 = every qualifying group of the pool
   int per_prefix = 4;  // M
   RequestOrder order = RequestOrder::kInterleaved;
   RatioBand band = RatioBand::kAll;
