@@ -43,6 +43,17 @@ void BM_LinearForward(benchmark::State& state) {
 }
 BENCHMARK(BM_LinearForward)
     ->ArgNames({"n", "in", "out"})
+    // The embedded model's shapes (d_model 256, d_ff 704) at an 8-row block and a 40-row
+    // request: one Q/K/V projection (256) against the fused one (768), one FFN input projection
+    // (704) against fused gate+up (1408).
+    ->Args({8, 256, 256})
+    ->Args({8, 256, 768})
+    ->Args({8, 256, 704})
+    ->Args({8, 256, 1408})
+    ->Args({40, 256, 256})
+    ->Args({40, 256, 768})
+    ->Args({40, 256, 704})
+    ->Args({40, 256, 1408})
     ->Args({1, 1024, 1024})
     ->Args({32, 1024, 1024})
     ->Args({128, 1024, 1024})
