@@ -103,6 +103,32 @@ BENCHMARK(BM_Attention)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Args: query rows, kv rows, n_head, n_kv_head, head_dim. Few query rows against a long K/V:
+// the shape of a cached forward (a dual-cache block of 8, a request suffix of ~40) on the
+// embedded model (4 heads x 64).
+void BM_AttentionFewQueries(benchmark::State& state) {
+  const size_t nq = state.range(0), nk = state.range(1), nh = state.range(2), nkv = state.range(3),
+               hd = state.range(4);
+  const auto q = Random(nq * nh * hd, 3), k = Random(nk * nkv * hd, 4), v = Random(nk * nkv * hd, 5);
+  std::vector<float> out(nq * nh * hd);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (auto _ : state) {
+    Attention(q.data(), nq, nh * hd, k.data(), v.data(), nk, nkv * hd, nh, nkv, hd, scale, out.data(),
+              nh * hd);
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetGflops(state, 4.0 * nq * nk * hd * nh);
+}
+BENCHMARK(BM_AttentionFewQueries)
+    ->ArgNames({"q", "kv", "heads", "kv_heads", "hd"})
+    ->Args({1, 512, 4, 4, 64})
+    ->Args({8, 512, 4, 4, 64})
+    ->Args({16, 512, 4, 4, 64})
+    ->Args({40, 512, 4, 4, 64})
+    ->Args({64, 512, 4, 4, 64})
+    ->Args({128, 512, 4, 4, 64})
+    ->UseRealTime();
+
 void BM_RmsNorm(benchmark::State& state) {
   const size_t rows = 512, d = state.range(0);
   const auto x = Random(rows * d, 6), w = Random(d, 7);

@@ -279,7 +279,8 @@ TEST(KernelsOps, AttentionMatchesReference) {
   for (size_t hd : {16, 64, 128}) {
     for (size_t n_kv : {1, 5, 130}) {
       for (auto [nh, nkv] : {std::pair<size_t, size_t>{4, 4}, {4, 2}, {4, 1}}) {
-        for (size_t n_q : {1, 7, 37}) CheckAttention({n_q, n_kv, nh, nkv, hd});
+        // <= 16 query rows take the transposed-query path, 17 and more the packed-K one.
+        for (size_t n_q : {1, 7, 16, 17, 37}) CheckAttention({n_q, n_kv, nh, nkv, hd});
       }
     }
   }
@@ -395,6 +396,12 @@ TEST(KernelsOps, EveryCompiledSimdTargetMatchesReference) {
     }
     CheckAttention({37, 130, 4, 2, 64});
     CheckAttention({3, 5, 2, 1, 24});
+    // Few query rows: one or two lane groups (vector length 16, 8, 4, 1), V rows read in place
+    // (hd 64) or padded (hd 24, 40 are not whole vectors on every target).
+    CheckAttention({8, 130, 4, 4, 64});
+    CheckAttention({16, 70, 4, 2, 64});
+    CheckAttention({12, 130, 4, 1, 24});
+    CheckAttention({5, 200, 2, 2, 40});
   }
   hwy::SetSupportedTargetsForTest(0);
   hwy::SupportedTargets();

@@ -8,6 +8,14 @@
 // registers), running max / sum update, acc = acc*corr + P*V. Packing costs 2*T*head_dim copies
 // per tile, amortised over the block's rows (up to 128: at 32 the scalar transpose cost ~1/3 of
 // the time at head_dim 64). Memory per thread: O(T*head_dim + block*head_dim).
+//
+// Few query rows (a cached forward: a dual-cache block of 8 rows, a request suffix against a long
+// cached prefix) cannot amortise that transpose: at 1 query row against 512 K/V rows it was
+// nearly all of the time. Blocks of at most kDirectMaxRows rows take AttendDirect instead: the
+// queries are transposed (Qt: [head_dim, N], one lane per query row, N rows per group) and each
+// K row is read where it lies, one broadcast-FMA per element, so scores come out as one vector
+// per K row across the group's query rows; the softmax update runs on those vectors too, and
+// P*V reads V rows in place when head_dim needs no padding.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
@@ -40,10 +48,13 @@ constexpr size_t kRows = 2;
 constexpr size_t kTileVecs = 4;   // kv tile T = 4 vectors (64 on AVX-512, 32 on AVX2)
 constexpr size_t kMaxQBlock = 128;  // query rows per work item (power of two, >= kRows)
 constexpr size_t kMinQBlock = 16;
+constexpr size_t kDirectMaxRows = 16;  // blocks this small take AttendDirect (tuned: kernels_bench)
 constexpr float kMaskedScore = -1e30f;  // exp(kMaskedScore - max) == 0 exactly
 
 struct Scratch {
   std::vector<float> kt, vp, qs, s, acc, m, l;
+  std::vector<float> qt, st, p;         // AttendDirect: [hd, N], [T, N], [N, T]
+  std::vector<const float*> kp, vrows;  // [T] K row, V row (in place or in Vp) per tile row
 };
 
 // S[r][0..T) = Qs[r] . Kt[:, 0..T) for kRows rows. Qs rows are pre-scaled, stride hd.
@@ -75,9 +86,10 @@ HWY_INLINE void Scores(const float* qs, size_t hd, const float* kt, size_t T, fl
   }
 }
 
-// acc[r][dv0 .. dv0+NV*N) = acc*corr[r] + sum_j P[r][j] * Vp[j][dv0 ..]   for kRows rows.
+// acc[r][dv0 .. dv0+NV*N) = acc*corr[r] + sum_j P[r][j] * V_j[dv0 ..]   for kRows rows; V_j is
+// vrows[j]: a zero-padded Vp row, or the V row in place when hd is a whole number of vectors.
 template <size_t NV>
-HWY_INLINE void PvChunk(const float* p, size_t T, const float* vp, size_t hdp, size_t len,
+HWY_INLINE void PvChunk(const float* p, size_t T, const float* const* vrows, size_t hdp, size_t len,
                         const float* corr, float* acc, size_t dv0) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -89,7 +101,7 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* vp, size_t hdp, s
     for (size_t c = 0; c < NV; ++c) a[r][c] = hn::Mul(hn::LoadU(df, acc + r * hdp + dv0 + c * N), cr);
   }
   for (size_t j = 0; j < len; ++j) {
-    const float* vrow = vp + j * hdp + dv0;
+    const float* vrow = vrows[j] + dv0;
     VF vv[NV];
 #pragma GCC unroll 4
     for (size_t c = 0; c < NV; ++c) vv[c] = hn::LoadU(df, vrow + c * N);
@@ -107,6 +119,106 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* vp, size_t hdp, s
   }
 }
 
+// Query rows [q0, q1) of head h, at most N of them (one lane each); see the file comment.
+void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
+                  size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale, float* out,
+                  size_t out_stride, Scratch& sc) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t T = kTileVecs * N;
+  const size_t hdp = (hd + N - 1) / N * N;
+  const size_t rows = q1 - q0;
+  const size_t rows_pad = (rows + kRows - 1) / kRows * kRows;  // <= max(N, kRows)
+  const bool in_place = hd == hdp;  // V rows need no padding: P*V reads them where they lie
+
+  // Qt[d][r] = q[q0 + r][h*hd + d] * scale, zero for lanes r >= rows.
+  float* qt = sc.qt.data();  // [hd, N]
+  std::fill(qt, qt + hd * N, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* qr = q + (q0 + r) * q_stride + h * hd;
+    for (size_t i = 0; i < hd; ++i) qt[i * N + r] = qr[i] * scale;
+  }
+  std::fill(sc.acc.begin(), sc.acc.begin() + rows_pad * hdp, 0.0f);
+  if (!in_place) std::fill(sc.vp.begin(), sc.vp.begin() + T * hdp, 0.0f);
+  VF m = hn::Set(df, -std::numeric_limits<float>::infinity());  // running max per query lane
+  VF l = hn::Zero(df);                                           // running sum per query lane
+  float* st = sc.st.data();  // [T + 8, N] scores, then probabilities: one vector per K row
+  float* p = sc.p.data();    // [rows_pad, T] the same, row-major for PvChunk
+  float* corr = sc.m.data();  // [N] per-row rescale of acc for this tile
+  float* m_old = sc.l.data();  // [N]
+
+  size_t seg = 0, seg_row = 0;
+  for (size_t j0 = 0; j0 < n_kv; j0 += T) {
+    const size_t len = std::min(T, n_kv - j0);
+    for (size_t j = 0; j < len; ++j) {
+      while (seg_row == segs[seg].n) {
+        ++seg;
+        seg_row = 0;
+      }
+      sc.kp[j] = segs[seg].k + seg_row * kv_stride + g * hd;
+      const float* vj = segs[seg].v + seg_row * kv_stride + g * hd;
+      ++seg_row;
+      if (in_place) {
+        sc.vrows[j] = vj;
+      } else {
+        std::copy(vj, vj + hd, sc.vp.data() + j * hdp);
+        sc.vrows[j] = sc.vp.data() + j * hdp;
+      }
+    }
+    // Scores: st[j] = sum_d Qt[d] * K_j[d], eight K rows at a time (independent FMA chains).
+    for (size_t j = 0; j < len; j += 8) {
+      const size_t nj = std::min<size_t>(8, len - j);
+      const float* kr[8];
+      for (size_t jj = 0; jj < 8; ++jj) kr[jj] = sc.kp[j + std::min(jj, nj - 1)];  // tail: repeats, dropped
+      VF a[8];
+#pragma GCC unroll 8
+      for (size_t jj = 0; jj < 8; ++jj) a[jj] = hn::Zero(df);
+      for (size_t d = 0; d < hd; ++d) {
+        const VF qv = hn::LoadU(df, qt + d * N);
+#pragma GCC unroll 8
+        for (size_t jj = 0; jj < 8; ++jj) a[jj] = hn::MulAdd(qv, hn::Set(df, kr[jj][d]), a[jj]);
+      }
+#pragma GCC unroll 8
+      for (size_t jj = 0; jj < 8; ++jj) hn::StoreU(a[jj], df, st + (j + jj) * N);  // st has 8 spare rows
+    }
+    // Online softmax across the tile, every query lane at once.
+    VF vmax = hn::LoadU(df, st);
+    for (size_t j = 1; j < len; ++j) vmax = hn::Max(vmax, hn::LoadU(df, st + j * N));
+    const VF m_new = hn::Max(m, vmax);
+    VF vsum = hn::Zero(df);
+    for (size_t j = 0; j < len; ++j) {
+      const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, st + j * N), m_new));
+      vsum = hn::Add(vsum, e);
+      hn::StoreU(e, df, st + j * N);
+    }
+    hn::StoreU(m, df, m_old);
+    hn::StoreU(m_new, df, corr);
+    for (size_t r = 0; r < N; ++r) corr[r] = std::exp(m_old[r] - corr[r]);  // 0 on the first tile
+    for (size_t r = N; r < rows_pad; ++r) corr[r] = 0.0f;  // padding rows (only when N < kRows)
+    l = hn::MulAdd(l, hn::LoadU(df, corr), vsum);
+    m = m_new;
+    // P*V: probabilities row-major, then the register-blocked update of acc.
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < len; ++j) p[r * T + j] = st[j * N + r];
+    }
+    std::fill(p + rows * T, p + rows_pad * T, 0.0f);
+    for (size_t r0 = 0; r0 < rows_pad; r0 += kRows) {
+      float* acc = sc.acc.data() + r0 * hdp;
+      size_t dv = 0;
+      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
+      for (; dv < hdp; dv += N) PvChunk<1>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
+    }
+  }
+
+  hn::StoreU(l, df, m_old);
+  for (size_t r = 0; r < rows; ++r) {
+    float* o = out + (q0 + r) * out_stride + h * hd;
+    const float inv = 1.0f / m_old[r];
+    const float* a = sc.acc.data() + r * hdp;
+    for (size_t i = 0; i < hd; ++i) o[i] = a[i] * inv;
+  }
+}
+
 // One work item: query rows [q0, q1) of head h.
 void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
                  size_t n_segs, size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
@@ -117,6 +229,13 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
   const size_t hdp = (hd + N - 1) / N * N;
   const size_t rows = q1 - q0;
   const size_t rows_pad = (rows + kRows - 1) / kRows * kRows;
+  if (rows <= kDirectMaxRows) {
+    for (size_t r = q0; r < q1; r += N) {
+      AttendDirect(q, r, std::min(q1, r + N), q_stride, segs, n_kv, kv_stride, h, g, hd, scale, out,
+                   out_stride, sc);
+    }
+    return;
+  }
 
   // Qs: [rows_pad, hd] scaled queries (padding rows are zero and their results dropped).
   std::fill(sc.qs.begin(), sc.qs.begin() + rows_pad * hd, 0.0f);
@@ -143,6 +262,7 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
       ++seg_row;
       for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = kj[i];
       std::copy(vj, vj + hd, sc.vp.data() + j * hdp);
+      sc.vrows[j] = sc.vp.data() + j * hdp;
     }
     for (size_t j = len; j < T; ++j) {
       for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = 0.0f;
@@ -172,8 +292,8 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
       }
       float* acc = sc.acc.data() + r0 * hdp;
       size_t dv = 0;
-      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(s, T, sc.vp.data(), hdp, len, corr, acc, dv);
-      for (; dv < hdp; dv += N) PvChunk<1>(s, T, sc.vp.data(), hdp, len, corr, acc, dv);
+      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(s, T, sc.vrows.data(), hdp, len, corr, acc, dv);
+      for (; dv < hdp; dv += N) PvChunk<1>(s, T, sc.vrows.data(), hdp, len, corr, acc, dv);
     }
   }
 
@@ -206,9 +326,14 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
     sc.vp.resize(T * hdp);
     sc.qs.resize(qblock * head_dim);
     sc.s.resize(kRows * T);
-    sc.acc.resize(qblock * hdp);
-    sc.m.resize(qblock);
-    sc.l.resize(qblock);
+    sc.l.resize(std::max(qblock, N));
+    sc.m.resize(std::max(qblock, N));
+    sc.qt.resize(head_dim * N);
+    sc.st.resize((T + 8) * N);
+    sc.p.resize(std::max(kRows, N) * T);
+    sc.acc.resize(std::max(qblock, N) * hdp);
+    sc.kp.resize(T);
+    sc.vrows.resize(T);
     // Items are ordered head-major so consecutive items of one thread reuse the same K/V head.
 #pragma omp for schedule(dynamic, 1)
     for (long item = 0; item < n_items; ++item) {
