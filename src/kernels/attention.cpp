@@ -321,19 +321,24 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
   const long n_items = static_cast<long>(n_qblocks * n_head);
 #pragma omp parallel
   {
-    Scratch sc;  // per thread, sized once per call
-    sc.kt.resize(head_dim * T);
-    sc.vp.resize(T * hdp);
-    sc.qs.resize(qblock * head_dim);
-    sc.s.resize(kRows * T);
-    sc.l.resize(std::max(qblock, N));
-    sc.m.resize(std::max(qblock, N));
-    sc.qt.resize(head_dim * N);
-    sc.st.resize((T + 8) * N);
-    sc.p.resize(std::max(kRows, N) * T);
-    sc.acc.resize(std::max(qblock, N) * hdp);
-    sc.kp.resize(T);
-    sc.vrows.resize(T);
+    // Per thread and only ever grown (OpenMP keeps its threads): allocating these on every call
+    // showed up in small cached forwards, which call attention once per layer.
+    thread_local Scratch sc;
+    auto grow = [](auto& v, size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    grow(sc.kt, head_dim * T);
+    grow(sc.vp, T * hdp);
+    grow(sc.qs, qblock * head_dim);
+    grow(sc.s, kRows * T);
+    grow(sc.l, std::max(qblock, N));
+    grow(sc.m, std::max(qblock, N));
+    grow(sc.qt, head_dim * N);
+    grow(sc.st, (T + 8) * N);
+    grow(sc.p, std::max(kRows, N) * T);
+    grow(sc.acc, std::max(qblock, N) * hdp);
+    grow(sc.kp, T);
+    grow(sc.vrows, T);
     // Items are ordered head-major so consecutive items of one thread reuse the same K/V head.
 #pragma omp for schedule(dynamic, 1)
     for (long item = 0; item < n_items; ++item) {
