@@ -8,6 +8,13 @@
 // A turn ends when its requests are done or its share of --duration has passed (then clients send
 // nothing new; requests in flight finish).
 //
+// Arrival pattern: closed loop by default (each client sends its next request when the previous
+// one has answered: the server always has --clients requests). `--rate R` makes it open loop:
+// request i of a turn is due at t_i, with exponential gaps of mean 1/R seconds (Poisson arrivals,
+// seeded by --seed), and is sent by the first free client at t_i or, when all --clients are busy,
+// as soon as one frees (--clients is then the cap on requests in flight). Latency counts from t_i,
+// so time a request waited for a free client is included, as a user arriving then would see it.
+//
 // Definitions (also in docs/benchmarks.md, "Serving load"):
 //   tokens/s       = canvas tokens (max_tokens per request; every canvas position is denoised,
 //                    as in `bicache bench`) of successful requests / summed turn wall seconds
@@ -26,7 +33,9 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -52,6 +61,7 @@ struct ModeStats {
   double seconds = 0, canvas_tokens = 0, answer_tokens = 0;
   double prefix_hit_tokens = 0, prefix_query_tokens = 0;
   std::vector<double> latencies_ms;
+  std::vector<double> send_delays_ms;      // open loop: how late each request left (no free client)
   std::vector<std::string> error_samples;  // first few error messages
   size_t next = 0;                         // next workload request (cycles)
 };
@@ -127,7 +137,8 @@ Runner AddBenchServe(CLI::App& app) {
     int clients = 8, requests = 32, rounds = 2, prefixes = 4, per_prefix = 4, threads = 0;
     int max_tokens = 32, steps = 0, block_length = 0, max_running = 0,
         refresh = engine::kDefaultRefreshInterval;
-    double duration = 120, cache_budget_mb = 0;
+    double duration = 120, cache_budget_mb = 0, rate = 0;
+    uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
   o->suite = engine::DefaultSuitePath();
@@ -155,9 +166,17 @@ Runner AddBenchServe(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 12));
   cmd->add_option("--cache-budget-mb", o->cache_budget_mb, "in-process server: prefix cache budget")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rate", o->rate,
+                  "open loop: Poisson arrivals at this many requests/s per turn, --clients in flight at most "
+                  "(default 0: closed loop, every client sends again as soon as answered)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o->seed, "seed of the Poisson arrival times (--rate)");
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
   return [=]() {
     ApplyThreads(o->threads);
+    if (!std::isfinite(o->rate) || o->rate > 1e6) {
+      throw Error(ErrorKind::kInvalidArgument, "--rate must be a finite number of requests/s up to 1e6");
+    }
     signal(SIGPIPE, SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
     // ---- modes and settings (validated before anything loads) ----
     std::vector<ModeStats> modes;
@@ -279,8 +298,16 @@ Runner AddBenchServe(CLI::App& app) {
         return false;
       }
     };
+    std::mt19937_64 arrival_rng(o->seed);
     auto turn = [&](ModeStats& m, int count, double seconds) {
       const std::string before = Scrape(target);
+      // Open loop: due time of each request, seconds after the turn starts (Poisson process).
+      std::vector<double> due(count, 0.0);
+      if (o->rate > 0) {
+        std::exponential_distribution<double> gap(o->rate);
+        double t = 0;
+        for (int i = 0; i < count; ++i) due[i] = (t += gap(arrival_rng));
+      }
       std::atomic<int> next{0};
       std::mutex mu;
       const auto t0 = Clock::now();
@@ -292,15 +319,22 @@ Runner AddBenchServe(CLI::App& app) {
         c.set_keep_alive(true);
         for (;;) {
           const int i = next.fetch_add(1);
-          if (i >= count || Clock::now() >= deadline) return;
+          if (i >= count) return;
+          const auto at = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(due[i]));
+          if (at >= deadline) return;
+          std::this_thread::sleep_until(at);
+          if (Clock::now() >= deadline) return;
+          const double late_ms = o->rate > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - at).count() : 0;
           json b = json::parse(bodies[(base + i) % bodies.size()]);
           b["cache"] = m.name;
           double ms = 0;
           json out;
           std::string err;
           const bool ok = post(c, b.dump(), &ms, &out, &err);
+          ms += late_ms;  // open loop: latency from the request's due time
           std::lock_guard<std::mutex> l(mu);
           ++m.requests;
+          if (o->rate > 0) m.send_delays_ms.push_back(late_ms);
           if (!ok) {
             ++m.errors;
             if (m.error_samples.size() < 5) m.error_samples.push_back(err);
@@ -360,10 +394,17 @@ Runner AddBenchServe(CLI::App& app) {
     auto tps = [](const ModeStats& m) { return m.seconds > 0 ? m.canvas_tokens / m.seconds : 0.0; };
     json jmodes = json::object(), vs_none = json::object();
     int total_errors = 0;
-    std::printf("%d clients, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, refresh %d, %zu prefixes x %d, "
+    char arrival[160];
+    if (o->rate > 0) {
+      std::snprintf(arrival, sizeof arrival, "Poisson arrivals at %g req/s (seed %llu), at most %d in flight", o->rate,
+                    static_cast<unsigned long long>(o->seed), o->clients);
+    } else {
+      std::snprintf(arrival, sizeof arrival, "%d clients (closed loop)", o->clients);
+    }
+    std::printf("%s, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, refresh %d, %zu prefixes x %d, "
                 "mean prompt %.0f tokens (prefix %.0f)\n",
-                o->clients, o->requests, o->rounds, o->max_tokens, steps, block, o->refresh, w.groups.size(), o->per_prefix,
-                mean_prompt, mean_prefix);
+                arrival, o->requests, o->rounds, o->max_tokens, steps, block, o->refresh, w.groups.size(),
+                o->per_prefix, mean_prompt, mean_prefix);
     std::printf("%-14s %6s %6s %9s %7s %7s %9s %9s %8s %8s\n", "mode", "reqs", "errors", "tok/s", "x none", "req/s",
                 "p50 ms", "p99 ms", "pfx hit", "req hit");
     for (const auto& m : modes) {
@@ -383,6 +424,9 @@ Runner AddBenchServe(CLI::App& app) {
                 {"prefix_hit_tokens", m.prefix_hit_tokens},
                 {"prefix_query_tokens", m.prefix_query_tokens},
                 {"request_hit_rate", ok > 0 ? static_cast<double>(m.hits) / ok : 0.0},
+                {"mean_send_delay_ms", m.send_delays_ms.empty() ? 0.0
+                                                                 : std::accumulate(m.send_delays_ms.begin(), m.send_delays_ms.end(), 0.0) /
+                                                                       m.send_delays_ms.size()},
                 {"error_samples", m.error_samples}};
       if (none) vs_none[m.name] = ratio;
       jmodes[m.name] = j;
@@ -403,6 +447,9 @@ Runner AddBenchServe(CLI::App& app) {
             {"model", o->model},
             {"suite", o->suite},
             {"clients", o->clients},
+            {"arrival", o->rate > 0 ? "poisson" : "closed"},
+            {"rate", o->rate},
+            {"seed", o->seed},
             {"requests_per_mode", o->requests},
             {"rounds", o->rounds},
             {"duration_s", o->duration},

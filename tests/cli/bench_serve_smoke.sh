@@ -2,7 +2,8 @@
 # Smoke test of `bicache bench-serve`: the in-process server under a tiny load (2 clients, 4
 # requests per mode) on the random-weight golden model with a hand-made depth table next to a temp
 # copy; checks the JSON schema, that no request failed, that the prefix cache was hit in the
-# prefix-reusing modes, and that nothing was left running or pinned.
+# prefix-reusing modes, and that nothing was left running or pinned; then an open-loop run (Poisson
+# arrivals, --rate) and its settings, latencies and send delays.
 set -euo pipefail
 BIN="$1"
 SRC="$2"
@@ -49,3 +50,25 @@ after = r["server_after"]
 assert after["running"] == 0 and after["waiting"] == 0 and after["pinned_bytes"] == 0 and after["failed"] == 0, after
 print("bench-serve JSON ok")
 PY
+
+# Open loop: Poisson arrivals at 40 req/s, at most 2 in flight.
+"$BIN" bench-serve -m "$TMP/m.gguf" --clients 2 --requests 6 --rounds 1 --prefixes 2 --per-prefix 2 \
+  --max-tokens 8 --modes none,bicache --rate 40 --seed 7 -t 2 --json "$TMP/open.json" >"$TMP/open.txt"
+cat "$TMP/open.txt"
+grep -q "Poisson arrivals at 40 req/s (seed 7), at most 2 in flight" "$TMP/open.txt"
+python3 - "$TMP/open.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["settings"]
+assert s["arrival"] == "poisson" and s["rate"] == 40 and s["seed"] == 7, s
+assert r["errors"] == 0
+for name, m in r["modes"].items():
+    assert m["requests"] == 6 and m["errors"] == 0, (name, m)
+    assert 0 < m["p50_ms"] <= m["p99_ms"] and m["mean_send_delay_ms"] >= 0, (name, m)
+    # 6 arrivals at 40/s take ~0.15 s on average: the turn cannot end before the last one is due.
+    assert m["seconds"] > 0, (name, m)
+print("bench-serve open-loop JSON ok")
+PY
+# A bad rate is refused with a message naming the flag.
+if "$BIN" bench-serve -m "$TMP/m.gguf" --rate inf >"$TMP/bad.txt" 2>&1; then echo "--rate inf accepted"; exit 1; fi
+grep -q -- "--rate" "$TMP/bad.txt"
