@@ -286,6 +286,41 @@ TEST(KernelsOps, AttentionMatchesReference) {
   }
 }
 
+// Blocks of >= kAttentionGemmMinRows query rows go through oneDNN bf16 matmuls: compared with the
+// scalar reference at the same bf16 rounding points (a flipped bf16 rounding of one softmax weight
+// is ~0.4% of it, hence the tolerance), and checked to be close to the exact fp32 result too.
+void CheckAttentionGemm(const AttnCase& c, float q_scale = 1.0f) {
+  ASSERT_GE(c.n_q, kAttentionGemmMinRows);
+  const size_t qs = c.n_head * c.hd + 3, kvs = c.n_kv_head * c.hd + 5, os = c.n_head * c.hd + 2;
+  const uint32_t seed = static_cast<uint32_t>(c.n_q * 1000 + c.n_kv * 10 + c.hd + c.n_kv_head);
+  auto q = Random(c.n_q * qs, seed, -q_scale, q_scale);
+  auto k = Random(c.n_kv * kvs, seed + 1), v = Random(c.n_kv * kvs, seed + 2);
+  const float sentinel = 12345.0f;
+  std::vector<float> got(c.n_q * os, sentinel), want(c.n_q * os, sentinel), exact(c.n_q * os, sentinel);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+  Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale, got.data(), os);
+  ref::AttentionBf16(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale,
+                     want.data(), os);
+  ref::Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale,
+                 exact.data(), os);
+  const std::string what = "gemm attention n_q=" + std::to_string(c.n_q) + " n_kv=" + std::to_string(c.n_kv) +
+                           " heads=" + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) +
+                           " hd=" + std::to_string(c.hd);
+  ExpectNear(got, want, 5e-3f, 2e-3f, what + " vs bf16 reference");  // padding columns keep the sentinel
+  ExpectNear(got, exact, 3e-2f, 2e-2f, what + " vs fp32 reference");
+}
+
+TEST(KernelsOps, AttentionManyQueryRowsMatchesBf16Reference) {
+  for (size_t hd : {40, 64, 128}) {
+    for (size_t n_kv : {64, 100, 300}) {
+      for (auto [nh, nkv] : {std::pair<size_t, size_t>{4, 4}, {4, 1}}) {
+        for (size_t n_q : {64, 130}) CheckAttentionGemm({n_q, n_kv, nh, nkv, hd});
+      }
+    }
+  }
+  CheckAttentionGemm({200, 70, 2, 2, 64}, /*q_scale=*/8.0f);  // sharp softmax
+}
+
 TEST(KernelsOps, AttentionOddHeadDimAndLargeScores) {
   CheckAttention({9, 70, 2, 1, 24});
   CheckAttention({5, 200, 2, 2, 40}, /*q_scale=*/30.0f);  // sharp softmax: scores up to ~200
@@ -299,7 +334,7 @@ TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
   for (auto split : {std::vector<size_t>{150, 40, 0}, {0, 37, 100}, {70, 1, 69}, {63, 2, 65, 5}}) {
     size_t n_kv = 0;
     for (size_t n : split) n_kv += n;
-    for (size_t n_q : {1, 8, 40}) {
+    for (size_t n_q : {1, 8, 40, 70}) {
       const uint32_t seed = static_cast<uint32_t>(n_kv * 7 + n_q);
       auto q = Random(n_q * qs, seed), k = Random(n_kv * kvs, seed + 1), v = Random(n_kv * kvs, seed + 2);
       // Each piece copied into a buffer of its own, so a read outside a piece would hit other memory.
@@ -314,9 +349,10 @@ TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
       for (size_t i = 0; i < split.size(); ++i) segs.push_back({kb[i].data(), vb[i].data(), split[i]});
       std::vector<float> got(n_q * qs), want(n_q * qs);
       AttentionSegments(q.data(), n_q, qs, segs, kvs, n_head, n_kv_head, hd, 0.125f, got.data(), qs);
-      ref::Attention(q.data(), n_q, qs, k.data(), v.data(), n_kv, kvs, n_head, n_kv_head, hd, 0.125f,
-                     want.data(), qs);
-      ExpectNear(got, want, 1e-5f, 1e-5f, "attention segments n_q=" + std::to_string(n_q));
+      const bool gemm = n_q >= kAttentionGemmMinRows && n_kv >= kAttentionGemmMinKv;
+      (gemm ? ref::AttentionBf16 : ref::Attention)(q.data(), n_q, qs, k.data(), v.data(), n_kv, kvs, n_head,
+                                                   n_kv_head, hd, 0.125f, want.data(), qs);
+      ExpectNear(got, want, gemm ? 5e-3f : 1e-5f, gemm ? 2e-3f : 1e-5f, "attention segments n_q=" + std::to_string(n_q));
     }
   }
 }
@@ -402,6 +438,7 @@ TEST(KernelsOps, EveryCompiledSimdTargetMatchesReference) {
     CheckAttention({16, 70, 4, 2, 64});
     CheckAttention({12, 130, 4, 1, 24});
     CheckAttention({5, 200, 2, 2, 40});
+    CheckAttentionGemm({70, 100, 4, 2, 64});  // softmax rows (Highway) on this target
   }
   hwy::SetSupportedTargetsForTest(0);
   hwy::SupportedTargets();

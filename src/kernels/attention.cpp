@@ -404,6 +404,11 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
     }
     kept[n_kept++] = sg;
   }
+  if (n_q >= kAttentionGemmMinRows && n_kv >= kAttentionGemmMinKv) {
+    AttentionGemm(q, n_q, q_stride, std::span<const KvSegment>(kept, n_kept), kv_stride, n_head, n_kv_head, head_dim,
+                  scale, out, out_stride);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, kept, n_kept, n_kv, kv_stride, n_head, n_kv_head,
                                       head_dim, scale, out, out_stride);
 }

@@ -213,6 +213,19 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   }
 }
 
+void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
+              float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) throw Error(ErrorKind::kInvalidArgument, "gemm: inner dimension is zero");
+  try {
+    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed);
+    RunGemm(*g, m, a, b, c);
+  } catch (const dnnl::error& e) {
+    Rethrow(e, "gemm [" + std::to_string(m) + " x " + std::to_string(k) + "] * [" + std::to_string(k) + " x " +
+                   std::to_string(n) + "]");
+  }
+}
+
 double MeasureGemmGflops(size_t m, size_t n, size_t k, int iters) {
   if (m == 0 || n == 0 || k == 0 || iters <= 0) {
     throw Error(ErrorKind::kInvalidArgument, "gemm yardstick: sizes and iters must be positive");

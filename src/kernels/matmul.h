@@ -39,6 +39,13 @@ class Linear {
   std::unique_ptr<Impl> impl_;
 };
 
+// C[m, n] = A[m, k] * B[k, n] in bf16 with float32 accumulation and output, through the same
+// cached oneDNN primitives as Linear (attention's Q*K^T and P*V use it). A is row-major [m, k];
+// B is row-major [k, n], or stored as its transpose [n, k] when b_transposed; C is row-major
+// [m, n]. Throws Error(kInternal) naming the shape when oneDNN fails.
+void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
+              float* c);
+
 // Dequantise n elements (n a multiple of the type's block size) of a stored tensor to float32.
 // Supports F32, F16, BF16, Q8_0, Q4_0. Throws Error(kUnsupported) otherwise.
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n);

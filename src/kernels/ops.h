@@ -64,4 +64,14 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
                        size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
                        float* out, size_t out_stride);
 
+// Blocks of at least kAttentionGemmMinRows query rows (against at least kAttentionGemmMinKv K/V
+// rows) run through oneDNN bf16 matmuls (attention_gemm.cpp: Q*K^T, softmax, P*V, with Q*scale, K,
+// V and P rounded to bf16 as in the trainer's bf16 autocast; ref::AttentionBf16 is its reference);
+// smaller ones through the fp32 tiled kernel. AttentionGemm is that path alone (same arguments as
+// AttentionSegments, already validated; no empty segment).
+constexpr size_t kAttentionGemmMinRows = 64;
+constexpr size_t kAttentionGemmMinKv = 64;
+void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs, size_t kv_stride,
+                   size_t n_head, size_t n_kv_head, size_t head_dim, float scale, float* out, size_t out_stride);
+
 }  // namespace bicache::kernels

@@ -124,6 +124,41 @@ void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, cons
   }
 }
 
+void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+                   size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+                   float scale, float* out, size_t out_stride) {
+  auto r = [](float x) { return static_cast<double>(F32FromBf16(Bf16FromF32(x))); };
+  const size_t group = n_head / n_kv_head;
+  std::vector<double> p(n_kv), qr(head_dim);
+  for (size_t t = 0; t < n_q; ++t) {
+    for (size_t h = 0; h < n_head; ++h) {
+      const float* qh = q + t * q_stride + h * head_dim;
+      const size_t g = h / group;
+      for (size_t i = 0; i < head_dim; ++i) qr[i] = r(qh[i] * scale);
+      double m = -std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < n_kv; ++j) {
+        const float* kj = k + j * kv_stride + g * head_dim;
+        double dot = 0;
+        for (size_t i = 0; i < head_dim; ++i) dot += qr[i] * r(kj[i]);
+        p[j] = dot;
+        m = std::max(m, p[j]);
+      }
+      double sum = 0;
+      for (size_t j = 0; j < n_kv; ++j) {
+        p[j] = std::exp(p[j] - m);
+        sum += p[j];
+        p[j] = r(static_cast<float>(p[j]));
+      }
+      float* o = out + t * out_stride + h * head_dim;
+      for (size_t i = 0; i < head_dim; ++i) {
+        double acc = 0;
+        for (size_t j = 0; j < n_kv; ++j) acc += p[j] * r(v[j * kv_stride + g * head_dim + i]);
+        o[i] = n_kv == 0 ? 0.0f : static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   auto half_at = [](const uint8_t* p) {

@@ -34,6 +34,12 @@ void Softmax(float* x, size_t n);
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                float scale, float* out, size_t out_stride);
+// The same with the bf16 rounding points of the oneDNN path (attention_gemm.cpp): q * scale, k
+// and v rounded to bf16, scores and softmax in double, the softmax numerators rounded to bf16 for
+// the weighted sum of v, divided by the unrounded sum.
+void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+                   size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+                   float scale, float* out, size_t out_stride);
 
 // Block-by-block dequantisation (same contract as kernels::DequantizeRow).
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n);
