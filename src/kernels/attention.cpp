@@ -57,6 +57,45 @@ struct Scratch {
   std::vector<const float*> kp, vrows;  // [T] K row, V row (in place or in Vp) per tile row
 };
 
+// Lane-wise max of the n >= 1 vectors at p[0 .. n*N).
+HWY_INLINE VF MaxOfVecs(const float* p, size_t n) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF m = hn::LoadU(df, p);
+  for (size_t i = 1; i < n; ++i) m = hn::Max(m, hn::LoadU(df, p + i * N));
+  return m;
+}
+
+// p[i] = exp(p[i] - m) over the n vectors at p[0 .. n*N); returns their lane-wise sum.
+HWY_INLINE VF ExpInPlace(float* p, size_t n, VF m) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF sum = hn::Zero(df);
+  for (size_t i = 0; i < n; ++i) {
+    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, p + i * N), m));
+    sum = hn::Add(sum, e);
+    hn::StoreU(e, df, p + i * N);
+  }
+  return sum;
+}
+
+// Walks the K/V rows of the segments in order (empty segments are dropped before the kernels run):
+// Next gives row j's K and V for kv head g.
+struct RowCursor {
+  const KvSegment* segs;
+  size_t kv_stride, off;  // off = g * head_dim
+  size_t seg = 0, row = 0;
+  void Next(const float** k, const float** v) {
+    while (row == segs[seg].n) {
+      ++seg;
+      row = 0;
+    }
+    *k = segs[seg].k + row * kv_stride + off;
+    *v = segs[seg].v + row * kv_stride + off;
+    ++row;
+  }
+};
+
 // S[r][0..T) = Qs[r] . Kt[:, 0..T) for kRows rows. Qs rows are pre-scaled, stride hd.
 HWY_INLINE void Scores(const float* qs, size_t hd, const float* kt, size_t T, float* s) {
   const DF df;
@@ -147,17 +186,12 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
   float* corr = sc.m.data();  // [N] per-row rescale of acc for this tile
   float* m_old = sc.l.data();  // [N]
 
-  size_t seg = 0, seg_row = 0;
+  RowCursor rows_at{segs, kv_stride, g * hd};
   for (size_t j0 = 0; j0 < n_kv; j0 += T) {
     const size_t len = std::min(T, n_kv - j0);
     for (size_t j = 0; j < len; ++j) {
-      while (seg_row == segs[seg].n) {
-        ++seg;
-        seg_row = 0;
-      }
-      sc.kp[j] = segs[seg].k + seg_row * kv_stride + g * hd;
-      const float* vj = segs[seg].v + seg_row * kv_stride + g * hd;
-      ++seg_row;
+      const float* vj;
+      rows_at.Next(&sc.kp[j], &vj);
       if (in_place) {
         sc.vrows[j] = vj;
       } else {
@@ -182,15 +216,8 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
       for (size_t jj = 0; jj < 8; ++jj) hn::StoreU(a[jj], df, st + (j + jj) * N);  // st has 8 spare rows
     }
     // Online softmax across the tile, every query lane at once.
-    VF vmax = hn::LoadU(df, st);
-    for (size_t j = 1; j < len; ++j) vmax = hn::Max(vmax, hn::LoadU(df, st + j * N));
-    const VF m_new = hn::Max(m, vmax);
-    VF vsum = hn::Zero(df);
-    for (size_t j = 0; j < len; ++j) {
-      const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, st + j * N), m_new));
-      vsum = hn::Add(vsum, e);
-      hn::StoreU(e, df, st + j * N);
-    }
+    const VF m_new = hn::Max(m, MaxOfVecs(st, len));
+    const VF vsum = ExpInPlace(st, len, m_new);
     hn::StoreU(m, df, m_old);
     hn::StoreU(m_new, df, corr);
     for (size_t r = 0; r < N; ++r) corr[r] = std::exp(m_old[r] - corr[r]);  // 0 on the first tile
@@ -249,17 +276,12 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
   // Vp padding columns stay zero for the whole call; only [0, hd) of each row is rewritten.
   std::fill(sc.vp.begin(), sc.vp.begin() + T * hdp, 0.0f);
 
-  size_t seg = 0, seg_row = 0;  // the segment holding kv row j0 + j, and the row within it
+  RowCursor rows_at{segs, kv_stride, g * hd};
   for (size_t j0 = 0; j0 < n_kv; j0 += T) {
     const size_t len = std::min(T, n_kv - j0);
     for (size_t j = 0; j < len; ++j) {
-      while (seg_row == segs[seg].n) {
-        ++seg;
-        seg_row = 0;
-      }
-      const float* kj = segs[seg].k + seg_row * kv_stride + g * hd;
-      const float* vj = segs[seg].v + seg_row * kv_stride + g * hd;
-      ++seg_row;
+      const float *kj, *vj;
+      rows_at.Next(&kj, &vj);
       for (size_t i = 0; i < hd; ++i) sc.kt[i * T + j] = kj[i];
       std::copy(vj, vj + hd, sc.vp.data() + j * hdp);
       sc.vrows[j] = sc.vp.data() + j * hdp;
@@ -275,17 +297,9 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
       for (size_t r = 0; r < kRows; ++r) {
         float* sr = s + r * T;
         for (size_t j = len; j < T; ++j) sr[j] = kMaskedScore;
-        auto vmax = hn::LoadU(df, sr);
-        for (size_t c = 1; c < kTileVecs; ++c) vmax = hn::Max(vmax, hn::LoadU(df, sr + c * N));
         const float m_old = sc.m[r0 + r];
-        const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, vmax)));
-        const auto vm = hn::Set(df, m_new);
-        auto vsum = hn::Zero(df);
-        for (size_t c = 0; c < kTileVecs; ++c) {
-          const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, sr + c * N), vm));
-          vsum = hn::Add(vsum, e);
-          hn::StoreU(e, df, sr + c * N);
-        }
+        const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, MaxOfVecs(sr, kTileVecs))));
+        const VF vsum = ExpInPlace(sr, kTileVecs, hn::Set(df, m_new));
         corr[r] = std::exp(m_old - m_new);  // 0 on the first tile (m_old = -inf)
         sc.l[r0 + r] = sc.l[r0 + r] * corr[r] + hn::GetLane(hn::SumOfLanes(df, vsum));
         sc.m[r0 + r] = m_new;
