@@ -31,6 +31,7 @@
 #include <omp.h>
 
 #include "kernels/ops.h"
+#include "util/grow.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace bicache::kernels::HWY_NAMESPACE {
@@ -183,8 +184,8 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
   VF l = hn::Zero(df);                                           // running sum per query lane
   float* st = sc.st.data();  // [T + 8, N] scores, then probabilities: one vector per K row
   float* p = sc.p.data();    // [rows_pad, T] the same, row-major for PvChunk
-  float* corr = sc.m.data();  // [N] per-row rescale of acc for this tile
-  float* m_old = sc.l.data();  // [N]
+  float* corr = sc.m.data();   // [max(N, kRows)] per-row rescale of acc for this tile
+  float* lanes = sc.l.data();  // [N] one vector's lanes as scalars (the previous max, then the sums)
 
   RowCursor rows_at{segs, kv_stride, g * hd};
   for (size_t j0 = 0; j0 < n_kv; j0 += T) {
@@ -218,9 +219,9 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
     // Online softmax across the tile, every query lane at once.
     const VF m_new = hn::Max(m, MaxOfVecs(st, len));
     const VF vsum = ExpInPlace(st, len, m_new);
-    hn::StoreU(m, df, m_old);
+    hn::StoreU(m, df, lanes);
     hn::StoreU(m_new, df, corr);
-    for (size_t r = 0; r < N; ++r) corr[r] = std::exp(m_old[r] - corr[r]);  // 0 on the first tile
+    for (size_t r = 0; r < N; ++r) corr[r] = std::exp(lanes[r] - corr[r]);  // 0 on the first tile
     for (size_t r = N; r < rows_pad; ++r) corr[r] = 0.0f;  // padding rows (only when N < kRows)
     l = hn::MulAdd(l, hn::LoadU(df, corr), vsum);
     m = m_new;
@@ -237,10 +238,10 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
     }
   }
 
-  hn::StoreU(l, df, m_old);
+  hn::StoreU(l, df, lanes);
   for (size_t r = 0; r < rows; ++r) {
     float* o = out + (q0 + r) * out_stride + h * hd;
-    const float inv = 1.0f / m_old[r];
+    const float inv = 1.0f / lanes[r];
     const float* a = sc.acc.data() + r * hdp;
     for (size_t i = 0; i < hd; ++i) o[i] = a[i] * inv;
   }
@@ -248,7 +249,7 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
 
 // One work item: query rows [q0, q1) of head h.
 void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
-                 size_t n_segs, size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
+                 size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
                  float scale, float* out, size_t out_stride, Scratch& sc) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -319,8 +320,7 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
   }
 }
 
-void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_segs,
-                   size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
+void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
                    size_t head_dim, float scale, float* out, size_t out_stride) {
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -338,21 +338,18 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
     // Per thread and only ever grown (OpenMP keeps its threads): allocating these on every call
     // showed up in small cached forwards, which call attention once per layer.
     thread_local Scratch sc;
-    auto grow = [](auto& v, size_t n) {
-      if (v.size() < n) v.resize(n);
-    };
-    grow(sc.kt, head_dim * T);
-    grow(sc.vp, T * hdp);
-    grow(sc.qs, qblock * head_dim);
-    grow(sc.s, kRows * T);
-    grow(sc.l, std::max(qblock, N));
-    grow(sc.m, std::max(qblock, N));
-    grow(sc.qt, head_dim * N);
-    grow(sc.st, (T + 8) * N);
-    grow(sc.p, std::max(kRows, N) * T);
-    grow(sc.acc, std::max(qblock, N) * hdp);
-    grow(sc.kp, T);
-    grow(sc.vrows, T);
+    GrowTo(sc.kt, head_dim * T);
+    GrowTo(sc.vp, T * hdp);
+    GrowTo(sc.qs, qblock * head_dim);
+    GrowTo(sc.s, kRows * T);
+    GrowTo(sc.l, std::max(qblock, N));
+    GrowTo(sc.m, std::max(qblock, N));
+    GrowTo(sc.qt, head_dim * N);
+    GrowTo(sc.st, (T + 8) * N);
+    GrowTo(sc.p, std::max(kRows, N) * T);
+    GrowTo(sc.acc, std::max(qblock, N) * hdp);
+    GrowTo(sc.kp, T);
+    GrowTo(sc.vrows, T);
     // Items are ordered head-major so consecutive items of one thread reuse the same K/V head.
 #pragma omp for schedule(dynamic, 1)
     for (long item = 0; item < n_items; ++item) {
@@ -360,7 +357,7 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
       const size_t qb = static_cast<size_t>(item) % n_qblocks;
       const size_t q0 = qb * qblock;
       const size_t q1 = std::min(n_q, q0 + qblock);
-      AttendBlock(q, q0, q1, q_stride, segs, n_segs, n_kv, kv_stride, h, h / group, head_dim, scale,
+      AttendBlock(q, q0, q1, q_stride, segs, n_kv, kv_stride, h, h / group, head_dim, scale,
                   out, out_stride, sc);
     }
   }
@@ -423,7 +420,7 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
                   scale, out, out_stride);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, kept, n_kept, n_kv, kv_stride, n_head, n_kv_head,
+  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, kept, n_kv, kv_stride, n_head, n_kv_head,
                                       head_dim, scale, out, out_stride);
 }
 

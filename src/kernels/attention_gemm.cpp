@@ -29,6 +29,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
+#include "util/grow.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace bicache::kernels::HWY_NAMESPACE {
@@ -115,12 +116,6 @@ struct Buffers {
   std::vector<float> q, s, o, sum;  // [hd], [mp, nk], [mp, hd], [mp]
 };
 
-template <typename T>
-T* Grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 }  // namespace
 
 void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs, size_t kv_stride,
@@ -132,8 +127,8 @@ void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const 
 
   // Kb, Vb: [n_kv_head, nk, hd] bf16, zero rows from n_kv on.
   thread_local std::vector<uint16_t> kb, vb;
-  Grow(kb, n_kv_head * nk * hd);
-  Grow(vb, n_kv_head * nk * hd);
+  GrowTo(kb, n_kv_head * nk * hd);
+  GrowTo(vb, n_kv_head * nk * hd);
   {
     size_t row = 0;
     for (const KvSegment& sg : segs) {
@@ -162,12 +157,12 @@ void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const 
     const size_t mp = RoundUp(rows, kRowPad);
     const size_t g = h / group;
     thread_local Buffers b;
-    uint16_t* qb = Grow(b.qb, mp * hd);
-    uint16_t* p = Grow(b.p, mp * nk);
-    float* qs = Grow(b.q, hd);
-    float* s = Grow(b.s, mp * nk);
-    float* o = Grow(b.o, mp * hd);
-    float* sum = Grow(b.sum, mp);
+    uint16_t* qb = GrowTo(b.qb, mp * hd);
+    uint16_t* p = GrowTo(b.p, mp * nk);
+    float* qs = GrowTo(b.q, hd);
+    float* s = GrowTo(b.s, mp * nk);
+    float* o = GrowTo(b.o, mp * hd);
+    float* sum = GrowTo(b.sum, mp);
     for (size_t r = 0; r < rows; ++r) {
       const float* __restrict qr = q + (q0 + r) * q_stride + h * hd;
       float* __restrict qsr = qs;

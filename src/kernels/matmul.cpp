@@ -105,6 +105,19 @@ void RunGemm(const GemmPrim& g, size_t m, const uint16_t* a, const uint16_t* b, 
                                         e.what() + ")");
 }
 
+// C[m, n] = A[m, k] * B through the primitive cache (the row-count rule above); a oneDNN failure
+// becomes Error(kInternal) naming `what` and the shape.
+void Multiply(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed, float* c,
+              const char* what) {
+  try {
+    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed);
+    RunGemm(*g, m, a, b, c);
+  } catch (const dnnl::error& e) {
+    Rethrow(e, std::string(what) + " [" + std::to_string(m) + " x " + std::to_string(k) + "] * [" +
+                   std::to_string(k) + " x " + std::to_string(n) + "]");
+  }
+}
+
 }  // namespace
 
 struct Linear::Impl {
@@ -203,27 +216,14 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   thread_local std::vector<uint16_t> xb;
   if (xb.size() < n * impl_->in) xb.resize(n * impl_->in);
   F32ToBf16(x, xb.data(), n * impl_->in);
-  try {
-    const size_t key = n >= kFixedMinRows ? n : kRuntimeRows;
-    const auto g = GetPrim(key, impl_->in, impl_->out, /*b_transposed=*/true);
-    RunGemm(*g, n, xb.data(), impl_->w, y);
-  } catch (const dnnl::error& e) {
-    Rethrow(e, "linear [" + std::to_string(n) + " x " + std::to_string(impl_->in) + "] * [" +
-                   std::to_string(impl_->in) + " x " + std::to_string(impl_->out) + "]");
-  }
+  Multiply(xb.data(), n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, "linear");
 }
 
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
               float* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) throw Error(ErrorKind::kInvalidArgument, "gemm: inner dimension is zero");
-  try {
-    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed);
-    RunGemm(*g, m, a, b, c);
-  } catch (const dnnl::error& e) {
-    Rethrow(e, "gemm [" + std::to_string(m) + " x " + std::to_string(k) + "] * [" + std::to_string(k) + " x " +
-                   std::to_string(n) + "]");
-  }
+  Multiply(a, m, k, b, n, b_transposed, c, "gemm");
 }
 
 double MeasureGemmGflops(size_t m, size_t n, size_t k, int iters) {

@@ -10,6 +10,7 @@
 
 #include "kernels/ops.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 namespace bicache::model {
 namespace {
@@ -124,12 +125,6 @@ struct Scratch {
   std::vector<int32_t> pos;
 };
 
-template <typename T>
-T* Grow(std::vector<T>& buf, size_t n) {
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-
 void CopyRows(float* dst, const float* src, int rows, int width) {
   std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(rows) * width);
 }
@@ -148,15 +143,15 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   // Activation buffers, sized for the largest layout (every token of every sequence).
   thread_local Scratch sc;
   const size_t mr = static_cast<size_t>(max_rows);
-  float* x = Grow(sc.x, mr * d);       // [rows, d] residual stream
-  float* h = Grow(sc.h, mr * d);       // [rows, d] normed input
-  float* q = Grow(sc.q, mr * qd);      // [rows, q_dim]
-  float* k = Grow(sc.k, mr * kvd);     // [rows, kv_dim]
-  float* v = Grow(sc.v, mr * kvd);     // [rows, kv_dim]
-  float* att = Grow(sc.att, mr * qd);  // [rows, q_dim]
-  float* gate = Grow(sc.gate, mr * ff);  // [rows, d_ff]
-  float* up = Grow(sc.up, mr * ff);      // [rows, d_ff]
-  int32_t* pos = Grow(sc.pos, mr);       // [rows] absolute positions
+  float* x = GrowTo(sc.x, mr * d);       // [rows, d] residual stream
+  float* h = GrowTo(sc.h, mr * d);       // [rows, d] normed input
+  float* q = GrowTo(sc.q, mr * qd);      // [rows, q_dim]
+  float* k = GrowTo(sc.k, mr * kvd);     // [rows, kv_dim]
+  float* v = GrowTo(sc.v, mr * kvd);     // [rows, kv_dim]
+  float* att = GrowTo(sc.att, mr * qd);  // [rows, q_dim]
+  float* gate = GrowTo(sc.gate, mr * ff);  // [rows, d_ff]
+  float* up = GrowTo(sc.up, mr * ff);      // [rows, d_ff]
+  int32_t* pos = GrowTo(sc.pos, mr);       // [rows] absolute positions
 
   // ---- embedding ----
   Layout lay = MakeLayout(seqs, 0);
@@ -174,7 +169,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     // ---- rejoin: sequences whose partial layers end here grow to every token ----
     Layout next = MakeLayout(seqs, l);
     if (next.rows != lay.rows) {
-      float* nx = Grow(sc.nx, static_cast<size_t>(next.rows) * d);  // [next rows, d]
+      float* nx = GrowTo(sc.nx, static_cast<size_t>(next.rows) * d);  // [next rows, d]
       for (size_t s = 0; s < seqs.size(); ++s) {
         for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
           float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
@@ -206,7 +201,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     // ---- attention block ----
     ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
     if (w.fused_qkv) {
-      float* qkv = Grow(sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
+      float* qkv = GrowTo(sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
       Project(w.wqkv, h, R, qkv, &st);
       const int W = qd + 2 * kvd;
       ParallelRows(R, [&](int b, int e) {
@@ -286,8 +281,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   int out_rows = 0;
   for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
   if (out_rows > 0) {
-    float* sel = Grow(sc.sel, static_cast<size_t>(out_rows) * d);               // [out_rows, d]
-    float* logits = Grow(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);  // [out_rows, V]
+    float* sel = GrowTo(sc.sel, static_cast<size_t>(out_rows) * d);               // [out_rows, d]
+    float* logits = GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);  // [out_rows, V]
     int r = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
       const SeqPlan& p = *seqs[s].plan;
