@@ -68,6 +68,17 @@ def build_sequence(tok, prefix, qs, gen_length):
     return ids, ans, first, plen
 
 
+def q_range(text):
+    """argparse type of --rule-q / --arith-q: 'LO,HI' with 1 <= LO <= HI."""
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected LO,HI (two integers), got %r" % text)
+    if not 1 <= lo <= hi:
+        raise argparse.ArgumentTypeError("expected 1 <= LO <= HI, got %r" % text)
+    return lo, hi
+
+
 def bucket(n, q=64):
     """Pad lengths to a few shapes: oneDNN re-plans (slowly) for every new shape."""
     return ((n + q - 1) // q) * q
@@ -81,6 +92,8 @@ class Batcher:
         self.gen = gen_length
 
     p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
+    rule_q = (3, 4)  # questions (answers masked) per rule row
+    arith_q = (2, 3)  # questions per arith row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
 
     def facts_range(self, prog):
@@ -102,10 +115,10 @@ class Batcher:
             nq = self.rng.randint(4, 8)
             facts = self.facts_range(prog)
         elif fam == "rule":
-            nq = self.rng.randint(3, 4)
+            nq = self.rng.randint(*self.rule_q)
             facts = (3, 8)
         else:
-            nq = self.rng.randint(2, 3)
+            nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
         prefix, qs = self.ts.group(fam, nq, facts=facts, n_preamble=npre)
         return build_sequence(self.tok, prefix, qs, self.gen) + (fam,)
@@ -303,6 +316,8 @@ def main():
     ap.add_argument("--level", type=int, default=None, help="override the current max docqa facts")
     ap.add_argument("--p-doc", type=float, default=0.6)
     ap.add_argument("--p-rule", type=float, default=0.6, help="share of the non-docqa rows that are rule (rest arith)")
+    ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
+    ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -366,6 +381,7 @@ def main():
     batcher = Batcher(tok, args.seed * 1000003 + step, hp, args.gen_length)
     batcher.p_doc = args.p_doc
     batcher.p_rule = args.p_rule
+    batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.level = level if args.level is None else args.level
     acc_ema, last_raise, oacc_ema = 0.0, step, 0.0
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
