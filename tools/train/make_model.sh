@@ -2,10 +2,12 @@
 # Regenerate the embedded tiny DLM: held-out suite, tokenizer, fixtures, training
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
-#   tools/train/make_model.sh [MINUTES [MINUTES4]]      (default 151 and 85)
+#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6]]]]   (default 151, 85, 100, 95)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
-# fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term).
+# fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
+# MINUTES5 and MINUTES6: phases 5 and 6, rule/arith-heavy cycles that keep the BiCache terms
+# (docs/model.md, sixth and seventh runs). 0 skips a phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
 # of wall time (the committed model: 4 min probe + 62 min + 85 min, ~1 step/s on the 2-core CPU box,
@@ -19,6 +21,8 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 MIN=${1:-151}
 MIN4=${2:-85}
+MIN5=${3:-100}
+MIN6=${4:-95}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -52,4 +56,17 @@ $PY tools/train/train.py --minutes "$P3" --total-minutes "$((MIN + 23))" --lr 6e
 # 85-minute cosine cycle (MIN4 shorter stops it early).
 $PY tools/train/train.py --minutes "$MIN4" --new-cycle --cycle-minutes 85 --lr 4e-4 --iso-pairs 4 --iso-max 2 --cons-weight 5 \
   --p-doc 0.85 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
+# Phase 5 (resumes, new cycle): a third of the rows on each family, docs/model.md "Sixth run".
+if [ "$MIN5" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN5" --new-cycle --cycle-minutes 100 --lr 5e-4 --p-doc 0.35 --p-rule 0.55 \
+    --iso-pairs 4 --iso-max 2 --cons-weight 5 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 \
+    --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
+fi
+# Phase 6 (resumes, new cycle): rule and arith rows carry more questions (6-8 and 4-6, all answers
+# masked) and the consistency term is doubled, docs/model.md "Seventh run".
+if [ "$MIN6" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN6" --new-cycle --cycle-minutes 95 --lr 4e-4 --p-doc 0.5 --p-rule 0.5 \
+    --rule-q 6,8 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 --raise-at 0.45 --p-full 0.05 \
+    --eos-weight 0.05 --eval-every 20 --eval-n 20 2>&1 | tee -a "$LOG"
+fi
 $PY tools/train/export.py --out models/tiny-llada.gguf
