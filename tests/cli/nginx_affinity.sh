@@ -36,7 +36,8 @@ check() {
 # ---- two replicas on free loopback ports ----------------------------------------------------
 URLS=()
 for r in 0 1; do
-  "$BIN" serve -m "$M_FILE" --host 127.0.0.1 --port 0 -t 1 --cache llm >"$TMP/replica$r.log" 2>&1 &
+  : >"$TMP/replica$r.log"  # exists before the first poll (the background child opens it late)
+  "$BIN" serve -m "$M_FILE" --host 127.0.0.1 --port 0 -t 1 --cache llm >>"$TMP/replica$r.log" 2>&1 &
   PIDS+=($!)
   url=
   for _ in $(seq 1 300); do

@@ -16,7 +16,9 @@ trap cleanup EXIT
 start_server() {
   local bin=$1
   shift
-  "$bin" serve --host 127.0.0.1 --port 0 "$@" >"$TMP/log" 2>&1 &
+  # The background child opens the log itself, possibly after the first poll below: create it here.
+  : >"$TMP/log"
+  "$bin" serve --host 127.0.0.1 --port 0 "$@" >>"$TMP/log" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do
     URL=$(sed -n 's/^bicache: listening on \(http:[^ ]*\)$/\1/p' "$TMP/log")
