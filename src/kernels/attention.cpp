@@ -320,8 +320,9 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
   }
 }
 
-void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
-                   size_t head_dim, float scale, float* out, size_t out_stride) {
+void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_kv,
+                   size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale, float* out,
+                   size_t out_stride) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;

@@ -25,6 +25,7 @@
 
 #include "kernels/ops.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 namespace bicache::kernels {
 namespace {
@@ -84,7 +85,7 @@ std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_tra
 void RunGemm(const GemmPrim& g, size_t m, const uint16_t* a, const uint16_t* b, float* c) {
   thread_local std::vector<uint8_t> scratchpad;
   const size_t sp_bytes = g.scratch.get_size();
-  if (scratchpad.size() < sp_bytes) scratchpad.resize(sp_bytes);
+  GrowTo(scratchpad, sp_bytes);
   auto& eng = CpuEngine();
   const auto M = static_cast<memory::dim>(m);
   const auto K = g.src.dims()[1], N = g.dst.dims()[1];
@@ -214,9 +215,9 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   if (n == 0) return;
   // x as bf16 [n, in]. Per-thread and only ever grown: at most n_max * max(in) * 2 bytes.
   thread_local std::vector<uint16_t> xb;
-  if (xb.size() < n * impl_->in) xb.resize(n * impl_->in);
-  F32ToBf16(x, xb.data(), n * impl_->in);
-  Multiply(xb.data(), n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, "linear");
+  uint16_t* xs = GrowTo(xb, n * impl_->in);
+  F32ToBf16(x, xs, n * impl_->in);
+  Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, "linear");
 }
 
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,

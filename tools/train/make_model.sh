@@ -7,11 +7,11 @@
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
 # MINUTES5 and MINUTES6: phases 5 and 6, rule/arith-heavy cycles that keep the BiCache terms
-# (docs/model.md, sixth and seventh runs). 0 skips a phase.
+# (docs/model.md, sixth and seventh runs); MINUTES5 or MINUTES6 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time (the committed model: 4 min probe + 62 min + 85 min, ~1 step/s on the 2-core CPU box,
-# ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
+# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 min, ~431 min at 0.5-1
+# step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
 # checkpoint as long as the suite vocabulary is unchanged (train.py asserts the
