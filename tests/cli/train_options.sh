@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# tools/train/train.py --rule-q / --arith-q: a rule or arith training row carries the requested
-# number of questions (each answer masked: one answer start per question), and a malformed range is
-# refused by name before any training starts. Usage: train_options.sh <bicache binary> <source dir>
+# tools/train/train.py --rule-q / --arith-q / --doc-q: a training row carries the requested number of
+# questions (each answer masked: one answer start per question); --p-bind: docqa rows whose document
+# uses at most two attributes, so every question has several candidate values of its type; and a
+# malformed range is refused by name before any training starts.
+# Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
 PY=/usr/bin/python3
@@ -27,13 +29,74 @@ for fam, attr, want in (("rule", "rule_q", 7), ("arith", "arith_q", 5)):
     print("ok   %s rows carry %s=(%d,%d) -> %d masked answers" % (fam, attr, want, want, want))
 EOF
 
+"$PY" - "$SRC" <<'EOF' || fail=1
+import re
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import bpe
+import suite
+import train
+
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+attr_re = "|".join(suite.ATTR_NAMES)
+
+
+def facts_of(ids):
+    """(entity, attribute) of every fact sentence of a docqa row's document."""
+    doc = tok.decode(ids, skip_special=True).split("Facts: ")[1].split("\n")[0]
+    out = []
+    for sent in doc.split(". "):
+        a = re.search(r"\b(%s)\b" % attr_re, sent).group(1)
+        e = next(w for w in re.findall(r"[A-Z][a-z]+", sent) if w in suite.NAMES)
+        out.append((e, a))
+    return out
+
+
+def rows(p_bind, doc_q, n=40):
+    b = train.Batcher(tok, 11, set(), 32)
+    b.p_doc, b.p_bind, b.doc_q, b.level = 1.0, p_bind, doc_q, 24
+    return [b.sample(0.0) for _ in range(n)]
+
+
+def askable(fs):
+    """Facts a training question can ask (some phrasings of a fact are held out)."""
+    return sum(any(not suite.is_heldout_question(t.format(a=a, n=e)) for t in suite.QUESTION_TEMPLATES)
+               for e, a in fs)
+
+
+# --doc-q: as many masked answers as asked, or one per askable fact when there are fewer.
+for ids, _, first, _, fam in rows(0.0, (11, 11)):
+    assert fam == "docqa", fam
+    fs = facts_of(ids)
+    assert sum(first) == min(11, askable(fs)), (sum(first), askable(fs), len(fs))
+print("ok   docqa rows carry --doc-q 11,11 -> min(11, askable facts) masked answers")
+
+# --p-bind 1: every document uses at most two attributes (values of the asked type abound),
+# with distinct entity/attribute pairs; --p-bind 0 documents of >= 8 facts use more.
+many = 0
+for ids, _, first, _, fam in rows(1.0, (4, 8)):
+    assert fam == "docqa-bind", fam
+    fs = facts_of(ids)
+    assert len({a for _, a in fs}) <= 2, fs
+    assert len(set(fs)) == len(fs), fs
+    many += len(fs) >= 8
+assert many > 0, "no bind document of >= 8 facts drawn"
+for ids, _, _, _, fam in rows(0.0, (4, 8)):
+    fs = facts_of(ids)
+    if len(fs) >= 8:
+        assert len({a for _, a in fs}) > 2, fs
+print("ok   --p-bind 1 documents use <= 2 attributes (%d of 40 with >= 8 facts); --p-bind 0 ones more" % many)
+EOF
+
+for opt in --rule-q --doc-q; do
 for bad in "5,3" "0,2" "four" "1,2,3"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" --rule-q "$bad" --minutes 0 2>&1); then
-    echo "FAIL --rule-q $bad accepted"; fail=1
-  elif grep -q "argument --rule-q: expected" <<<"$out"; then
-    echo "ok   --rule-q $bad refused: $(tail -1 <<<"$out")"
+  if out=$("$PY" "$SRC/tools/train/train.py" "$opt" "$bad" --minutes 0 2>&1); then
+    echo "FAIL $opt $bad accepted"; fail=1
+  elif grep -q "argument $opt: expected" <<<"$out"; then
+    echo "ok   $opt $bad refused: $(tail -1 <<<"$out")"
   else
-    echo "FAIL --rule-q $bad: unexpected output: $out"; fail=1
+    echo "FAIL $opt $bad: unexpected output: $out"; fail=1
   fi
+done
 done
 exit $fail

@@ -158,11 +158,19 @@ def _preamble(rng, n):
 # ----------------------------------------------------------------------------
 # docqa
 
-def make_doc(rng, n_facts):
-    """Returns (document text, list of (name, attr, value))."""
-    n_ent = max(1, (n_facts + 1) // 2)
+def make_doc(rng, n_facts, n_attrs=None):
+    """Returns (document text, list of (name, attr, value)).
+    n_attrs: None = facts over all attributes (about two per entity); k = the document uses only k
+    attributes, so every question has about n_facts / k candidate values of its type and only the
+    entity tells them apart (training rows that teach entity binding)."""
+    attr_names = ATTR_NAMES
+    if n_attrs is None:
+        n_ent = max(1, (n_facts + 1) // 2)
+    else:
+        attr_names = rng.sample(ATTR_NAMES, n_attrs)
+        n_ent = min(len(NAMES), max(1, -(-n_facts // n_attrs)))
     ents = rng.sample(NAMES, n_ent)
-    pairs = [(e, a) for e in ents for a in ATTR_NAMES]
+    pairs = [(e, a) for e in ents for a in attr_names]
     rng.shuffle(pairs)
     # make sure every entity appears at least once
     chosen = []
@@ -186,8 +194,8 @@ def make_doc(rng, n_facts):
     return " ".join(sents), facts
 
 
-def docqa_group(rng, n_facts, n_q, heldout, n_preamble=0, no_instr=False):
-    doc, facts = make_doc(rng, n_facts)
+def docqa_group(rng, n_facts, n_q, heldout, n_preamble=0, no_instr=False, n_attrs=None):
+    doc, facts = make_doc(rng, n_facts, n_attrs)
     if no_instr:  # minimal prefix (small prefix ratios)
         prefix = _preamble(rng, n_preamble) + "Facts: " + doc
     else:
@@ -304,14 +312,15 @@ def arith_group(rng, k, n_q, heldout, n_preamble=0):
 # ----------------------------------------------------------------------------
 # group generation (used by both train and held-out)
 
-def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None):
+def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None, n_attrs=None):
     """One prefix with n_q questions: returns (prefix, [(prompt, answer)]).
-    no_instr: None = random for documents of <= 3 facts (training), else forced."""
+    no_instr: None = random for documents of <= 3 facts (training), else forced.
+    n_attrs: docqa only, see make_doc."""
     if family == "docqa":
         nf = rng.randint(facts[0], facts[1])
         if no_instr is None:
             no_instr = nf <= 3 and rng.random() < 0.5
-        return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr)
+        return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr, n_attrs)
     if family == "rule":
         p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble)
         return p, qs
@@ -362,9 +371,9 @@ class TrainStream:
         self.rng = random.Random(seed)
         self.bad = set(heldout_prefixes)
 
-    def group(self, family, n_q, facts=(3, 8), n_preamble=0):
+    def group(self, family, n_q, facts=(3, 8), n_preamble=0, n_attrs=None):
         while True:
-            prefix, qs = gen_group(self.rng, family, False, n_q, facts, n_preamble)
+            prefix, qs = gen_group(self.rng, family, False, n_q, facts, n_preamble, n_attrs=n_attrs)
             if prefix in self.bad or not qs:
                 continue
             return prefix, qs

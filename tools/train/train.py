@@ -92,6 +92,8 @@ class Batcher:
         self.gen = gen_length
 
     p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
+    doc_q = (4, 8)  # questions (answers masked) per docqa row
+    p_bind = 0.0  # share of docqa rows whose document uses only 1-2 attributes (entity binding)
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
@@ -111,16 +113,22 @@ class Batcher:
             npre = self.rng.randint(12, 40)
         elif self.rng.random() < 0.3:
             npre = self.rng.randint(1, 3)
+        n_attrs = None
         if fam == "docqa":
-            nq = self.rng.randint(4, 8)
+            nq = self.rng.randint(*self.doc_q)
             facts = self.facts_range(prog)
+            if self.p_bind > 0 and self.rng.random() < self.p_bind:
+                # Every value in the document has the asked value's type, so copying "a pet
+                # from the text" (what the model learned first) is right 1 time in n_facts / k.
+                n_attrs = self.rng.randint(1, 2)
+                fam = "docqa-bind"
         elif fam == "rule":
             nq = self.rng.randint(*self.rule_q)
             facts = (3, 8)
         else:
             nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
-        prefix, qs = self.ts.group(fam, nq, facts=facts, n_preamble=npre)
+        prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs)
         return build_sequence(self.tok, prefix, qs, self.gen) + (fam,)
 
     def batch(self, bs, prog, long=False):
@@ -131,18 +139,19 @@ class Batcher:
         is_ans = torch.zeros((bs, T), dtype=torch.bool)
         valid = torch.zeros((bs, T), dtype=torch.bool)
         first = torch.zeros((bs, T), dtype=torch.bool)
-        isdoc = torch.tensor([q[4] == "docqa" for q in seqs])
+        isdoc = torch.tensor([q[4].startswith("docqa") for q in seqs])
+        isbind = torch.tensor([q[4] == "docqa-bind" for q in seqs])
         plen = torch.tensor([q[3] for q in seqs])
         for i, (s, a, f1, _, _) in enumerate(seqs):
             ids[i, :len(s)] = torch.tensor(s)
             is_ans[i, :len(a)] = torch.tensor(a)
             first[i, :len(f1)] = torch.tensor(f1)
             valid[i, :len(s)] = True
-        return ids, is_ans, valid, first, isdoc, plen
+        return ids, is_ans, valid, first, isdoc, plen, isbind
 
 
 def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
-                   eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0):
+                   eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None):
     """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
     are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
     see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
@@ -150,7 +159,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     1 - cos(K/V in the full request, K/V of the isolated copy) over the prefix tokens of layers 0..d
     (the quantity `bicache calibrate` measures) pulls the shallow prefix K/V towards prefix-alone ones.
     Returns (loss, docqa value accuracy or None, consistency term or None, accuracy of the first
-    answer token of the rule/arith rows or None)."""
+    answer token of the rule/arith rows or None, value accuracy of the docqa-bind rows or None)."""
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -191,6 +200,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     iso, kv, kvl = None, None, 0
     accrow = first & ~full[:, None] & isdoc[:, None] if (first is not None and isdoc is not None) else None
     othrow = first & ~full[:, None] & ~isdoc[:, None] if (first is not None and isdoc is not None) else None
+    bindrow = accrow & isbind[:, None] if (accrow is not None and isbind is not None) else None
     if n > 0:
         d = torch.randint(1, iso_max + 1, (n,), generator=gen)
         iso = (torch.cat([plen, plen[:n]]), torch.cat([torch.zeros(B, dtype=torch.long), d]))
@@ -199,6 +209,8 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         if accrow is not None:
             accrow = torch.cat([accrow, torch.zeros_like(accrow[:n])])
             othrow = torch.cat([othrow, torch.zeros_like(othrow[:n])])
+            if bindrow is not None:
+                bindrow = torch.cat([bindrow, torch.zeros_like(bindrow[:n])])
         kv, kvl = [], iso_max + 1
     with torch.autocast("cpu", dtype=torch.bfloat16):
         logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv)  # only masked positions: [N, V]
@@ -216,6 +228,11 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         sel = othrow[m]
         if sel.any():
             oacc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
+    bacc = None
+    if bindrow is not None:
+        sel = bindrow[m]
+        if sel.any():
+            bacc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
     loss = (ce * w / norm).sum() / R
     cons = None
     if n > 0:
@@ -235,7 +252,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         cons = tot / max(cntc, 1.0)
         loss = loss + cons_weight * cons
         cons = float(cons)
-    return loss, acc, cons, oacc
+    return loss, acc, cons, oacc, bacc
 
 
 # ----------------------------------------------------------------------------
@@ -316,6 +333,10 @@ def main():
     ap.add_argument("--level", type=int, default=None, help="override the current max docqa facts")
     ap.add_argument("--p-doc", type=float, default=0.6)
     ap.add_argument("--p-rule", type=float, default=0.6, help="share of the non-docqa rows that are rule (rest arith)")
+    ap.add_argument("--doc-q", type=q_range, default=(4, 8), help="LO,HI questions per docqa row (all answers masked)")
+    ap.add_argument("--p-bind", type=float, default=0.0,
+                    help="share of docqa rows whose document uses only 1-2 attributes, so only the entity "
+                         "tells the candidate values apart")
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
@@ -382,8 +403,9 @@ def main():
     batcher.p_doc = args.p_doc
     batcher.p_rule = args.p_rule
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
+    batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.level = level if args.level is None else args.level
-    acc_ema, last_raise, oacc_ema = 0.0, step, 0.0
+    acc_ema, last_raise, oacc_ema, bacc_ema = 0.0, step, 0.0, None
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
 
     def save():
@@ -415,11 +437,13 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
-        ids, is_ans, valid, first, isdoc, plen = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
-        loss, dacc, cons, oacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
+        ids, is_ans, valid, first, isdoc, plen, isbind = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
+        loss, dacc, cons, oacc, bacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
-                                          cons_weight=args.cons_weight)
+                                          cons_weight=args.cons_weight, isbind=isbind)
+        if bacc is not None:
+            bacc_ema = bacc if bacc_ema is None else 0.95 * bacc_ema + 0.05 * bacc
         if oacc is not None:
             oacc_ema = 0.95 * oacc_ema + 0.05 * oacc
         if cons is not None:
@@ -453,7 +477,8 @@ def main():
             el = t1 - t_start
             log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f other_first_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
                 step, loss_acc / n_acc, lr, batcher.level, acc_ema, oacc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
-                " kv_cons %.4f" % (cons_acc / cons_n) if cons_n else ""))
+                (" kv_cons %.4f" % (cons_acc / cons_n) if cons_n else "") +
+                (" bind_acc %.2f" % bacc_ema if bacc_ema is not None else "")))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
             cons_acc, cons_n = 0.0, 0
         if t1 - last_save > args.save_every * 60:
