@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/train/train.py --rule-q / --arith-q / --doc-q: a training row carries the requested number of
 # questions (each answer masked: one answer start per question); --p-bind: docqa rows whose document
-# uses at most two attributes, so every question has several candidate values of its type; and a
-# malformed range is refused by name before any training starts.
+# uses at most two attributes, so every question has several candidate values of its type, and
+# their fact-count curriculum (--bind-start); and a malformed range is refused by name before any
+# training starts.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -86,6 +87,19 @@ for ids, _, _, _, fam in rows(0.0, (4, 8)):
     if len(fs) >= 8:
         assert len({a for _, a in fs}) > 2, fs
 print("ok   --p-bind 1 documents use <= 2 attributes (%d of 40 with >= 8 facts); --p-bind 0 ones more" % many)
+
+# --bind-start: the bind rows' documents stay within 2..bind_level facts (the other docqa rows
+# follow the docqa level).
+b = train.Batcher(tok, 12, set(), 32)
+b.p_doc, b.p_bind, b.level, b.bind_level = 1.0, 0.5, 24, 4
+sizes = {"docqa": [], "docqa-bind": []}
+for _ in range(60):
+    ids, _, _, _, fam = b.sample(0.0)
+    sizes[fam].append(len(facts_of(ids)))
+assert sizes["docqa-bind"] and all(2 <= n <= 4 for n in sizes["docqa-bind"]), sizes
+assert max(sizes["docqa"]) > 4, sizes
+print("ok   bind_level 4 keeps bind documents at 2-4 facts (%d rows), docqa rows up to %d"
+      % (len(sizes["docqa-bind"]), max(sizes["docqa"])))
 EOF
 
 for opt in --rule-q --doc-q; do

@@ -94,6 +94,7 @@ class Batcher:
     p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
     doc_q = (4, 8)  # questions (answers masked) per docqa row
     p_bind = 0.0  # share of docqa rows whose document uses only 1-2 attributes (entity binding)
+    bind_level = None  # max facts of those rows (None: the docqa range); raised on bind accuracy
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
@@ -122,6 +123,8 @@ class Batcher:
                 # from the text" (what the model learned first) is right 1 time in n_facts / k.
                 n_attrs = self.rng.randint(1, 2)
                 fam = "docqa-bind"
+                if self.bind_level is not None:
+                    facts = (2, max(2, int(self.bind_level)))
         elif fam == "rule":
             nq = self.rng.randint(*self.rule_q)
             facts = (3, 8)
@@ -337,6 +340,11 @@ def main():
     ap.add_argument("--p-bind", type=float, default=0.0,
                     help="share of docqa rows whose document uses only 1-2 attributes, so only the entity "
                          "tells the candidate values apart")
+    ap.add_argument("--bind-start", type=int, default=None,
+                    help="start a curriculum on the --p-bind rows: documents of 2..N facts, N raised "
+                         "when their value accuracy passes --bind-raise-at (default: no curriculum, "
+                         "or the checkpoint's)")
+    ap.add_argument("--bind-raise-at", type=float, default=0.8)
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
@@ -386,7 +394,7 @@ def main():
     cfg = default_config(tok.n_vocab)
     model = LLaDA(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
-    step, done_s, level = 0, 0.0, 2
+    step, done_s, level, bind_level = 0, 0.0, 2, None
     if os.path.exists(latest) and not args.fresh:
         ck = torch.load(latest)
         assert ck["config"] == cfg, "config changed; use --fresh"
@@ -394,6 +402,7 @@ def main():
         opt.load_state_dict(ck["opt"])
         step, done_s = ck["step"], ck["train_seconds"]
         level = ck.get("level", 8)
+        bind_level = ck.get("bind_level")
         log("resumed from", latest, "step", step, "train_min %.1f" % (done_s / 60))
     total_s = (args.total_minutes * 60) if args.total_minutes else done_s + args.minutes * 60
     nparam = sum(p.numel() for p in model.parameters())
@@ -404,14 +413,16 @@ def main():
     batcher.p_rule = args.p_rule
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
+    batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
     batcher.level = level if args.level is None else args.level
-    acc_ema, last_raise, oacc_ema, bacc_ema = 0.0, step, 0.0, None
+    acc_ema, last_raise, oacc_ema, bacc_ema, last_bind_raise = 0.0, step, 0.0, None, step
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
 
     def save():
         tmp = latest + ".tmp"
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                    "train_seconds": done_s, "config": cfg, "level": batcher.level, "tokenizer": args.tokenizer}, tmp)
+                    "train_seconds": done_s, "config": cfg, "level": batcher.level, "bind_level": batcher.bind_level,
+                    "tokenizer": args.tokenizer}, tmp)
         os.replace(tmp, latest)
         log("saved", latest, "step", step)
 
@@ -444,6 +455,12 @@ def main():
                                           cons_weight=args.cons_weight, isbind=isbind)
         if bacc is not None:
             bacc_ema = bacc if bacc_ema is None else 0.95 * bacc_ema + 0.05 * bacc
+            bl = batcher.bind_level
+            if (bl is not None and bacc_ema > args.bind_raise_at and step - last_bind_raise >= 50
+                    and bl < batcher.level):
+                batcher.bind_level = min(batcher.level, bl + (1 if bl < 8 else 2))
+                last_bind_raise = step
+                log("curriculum: bind facts up to", batcher.bind_level, "(bind value acc %.2f)" % bacc_ema)
         if oacc is not None:
             oacc_ema = 0.95 * oacc_ema + 0.05 * oacc
         if cons is not None:
@@ -478,7 +495,8 @@ def main():
             log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f other_first_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
                 step, loss_acc / n_acc, lr, batcher.level, acc_ema, oacc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
                 (" kv_cons %.4f" % (cons_acc / cons_n) if cons_n else "") +
-                (" bind_acc %.2f" % bacc_ema if bacc_ema is not None else "")))
+                (" bind_acc %.2f" % bacc_ema if bacc_ema is not None else "") +
+                (" bind_facts<=%d" % batcher.bind_level if batcher.bind_level is not None else "")))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
             cons_acc, cons_n = 0.0, 0
         if t1 - last_save > args.save_every * 60:
