@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tools/train/train.py --rule-q / --arith-q / --doc-q: a training row carries the requested number of
 # questions (each answer masked: one answer start per question); --p-bind: docqa rows whose document
-# uses at most two attributes, so every question has several candidate values of its type, and
-# their fact-count curriculum (--bind-start); and a malformed range is refused by name before any
-# training starts.
+# uses at most two attributes, so every question has several candidate values of its type, with
+# their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
+# is refused by name before any training starts.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -100,6 +100,15 @@ assert sizes["docqa-bind"] and all(2 <= n <= 4 for n in sizes["docqa-bind"]), si
 assert max(sizes["docqa"]) > 4, sizes
 print("ok   bind_level 4 keeps bind documents at 2-4 facts (%d rows), docqa rows up to %d"
       % (len(sizes["docqa-bind"]), max(sizes["docqa"])))
+
+# --bind-templates 0: bind documents use only FACT_TEMPLATES[0] ("The {a} of {n} is {v}.").
+b = train.Batcher(tok, 13, set(), 32)
+b.p_doc, b.p_bind, b.level, b.bind_level, b.bind_templates = 1.0, 1.0, 24, 6, [0]
+for _ in range(20):
+    ids = b.sample(0.0)[0]
+    doc = tok.decode(ids, skip_special=True).split("Facts: ")[1].split("\n")[0]
+    assert all(sent.startswith("The ") for sent in doc.split(". ")), doc
+print("ok   bind_templates [0] -> every bind fact reads 'The <attr> of <name> is <value>.'")
 EOF
 
 for opt in --rule-q --doc-q; do

@@ -158,11 +158,12 @@ def _preamble(rng, n):
 # ----------------------------------------------------------------------------
 # docqa
 
-def make_doc(rng, n_facts, n_attrs=None):
+def make_doc(rng, n_facts, n_attrs=None, templates=None):
     """Returns (document text, list of (name, attr, value)).
     n_attrs: None = facts over all attributes (about two per entity); k = the document uses only k
     attributes, so every question has about n_facts / k candidate values of its type and only the
-    entity tells them apart (training rows that teach entity binding)."""
+    entity tells them apart (training rows that teach entity binding).
+    templates: None = every fact template, else the indices of FACT_TEMPLATES to draw from."""
     attr_names = ATTR_NAMES
     if n_attrs is None:
         n_ent = max(1, (n_facts + 1) // 2)
@@ -190,12 +191,13 @@ def make_doc(rng, n_facts, n_attrs=None):
     chosen = chosen[:n_facts]
     rng.shuffle(chosen)
     facts = [(e, a, rng.choice(ATTRS[a])) for e, a in chosen]
-    sents = [rng.choice(FACT_TEMPLATES).format(n=e, a=a, v=v) for e, a, v in facts]
+    tmpl = FACT_TEMPLATES if templates is None else [FACT_TEMPLATES[i] for i in templates]
+    sents = [rng.choice(tmpl).format(n=e, a=a, v=v) for e, a, v in facts]
     return " ".join(sents), facts
 
 
-def docqa_group(rng, n_facts, n_q, heldout, n_preamble=0, no_instr=False, n_attrs=None):
-    doc, facts = make_doc(rng, n_facts, n_attrs)
+def docqa_group(rng, n_facts, n_q, heldout, n_preamble=0, no_instr=False, n_attrs=None, templates=None):
+    doc, facts = make_doc(rng, n_facts, n_attrs, templates)
     if no_instr:  # minimal prefix (small prefix ratios)
         prefix = _preamble(rng, n_preamble) + "Facts: " + doc
     else:
@@ -312,15 +314,16 @@ def arith_group(rng, k, n_q, heldout, n_preamble=0):
 # ----------------------------------------------------------------------------
 # group generation (used by both train and held-out)
 
-def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None, n_attrs=None):
+def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None, n_attrs=None,
+              templates=None):
     """One prefix with n_q questions: returns (prefix, [(prompt, answer)]).
     no_instr: None = random for documents of <= 3 facts (training), else forced.
-    n_attrs: docqa only, see make_doc."""
+    n_attrs, templates: docqa only, see make_doc."""
     if family == "docqa":
         nf = rng.randint(facts[0], facts[1])
         if no_instr is None:
             no_instr = nf <= 3 and rng.random() < 0.5
-        return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr, n_attrs)
+        return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr, n_attrs, templates)
     if family == "rule":
         p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble)
         return p, qs
@@ -371,9 +374,10 @@ class TrainStream:
         self.rng = random.Random(seed)
         self.bad = set(heldout_prefixes)
 
-    def group(self, family, n_q, facts=(3, 8), n_preamble=0, n_attrs=None):
+    def group(self, family, n_q, facts=(3, 8), n_preamble=0, n_attrs=None, templates=None):
         while True:
-            prefix, qs = gen_group(self.rng, family, False, n_q, facts, n_preamble, n_attrs=n_attrs)
+            prefix, qs = gen_group(self.rng, family, False, n_q, facts, n_preamble, n_attrs=n_attrs,
+                                   templates=templates)
             if prefix in self.bad or not qs:
                 continue
             return prefix, qs

@@ -95,6 +95,7 @@ class Batcher:
     doc_q = (4, 8)  # questions (answers masked) per docqa row
     p_bind = 0.0  # share of docqa rows whose document uses only 1-2 attributes (entity binding)
     bind_level = None  # max facts of those rows (None: the docqa range); raised on bind accuracy
+    bind_templates = None  # fact templates of those rows (None: all)
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
@@ -114,7 +115,7 @@ class Batcher:
             npre = self.rng.randint(12, 40)
         elif self.rng.random() < 0.3:
             npre = self.rng.randint(1, 3)
-        n_attrs = None
+        n_attrs, templates = None, None
         if fam == "docqa":
             nq = self.rng.randint(*self.doc_q)
             facts = self.facts_range(prog)
@@ -123,6 +124,7 @@ class Batcher:
                 # from the text" (what the model learned first) is right 1 time in n_facts / k.
                 n_attrs = self.rng.randint(1, 2)
                 fam = "docqa-bind"
+                templates = self.bind_templates
                 if self.bind_level is not None:
                     facts = (2, max(2, int(self.bind_level)))
         elif fam == "rule":
@@ -131,7 +133,8 @@ class Batcher:
         else:
             nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
-        prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs)
+        prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
+                                   templates=templates)
         return build_sequence(self.tok, prefix, qs, self.gen) + (fam,)
 
     def batch(self, bs, prog, long=False):
@@ -345,6 +348,8 @@ def main():
                          "when their value accuracy passes --bind-raise-at (default: no curriculum, "
                          "or the checkpoint's)")
     ap.add_argument("--bind-raise-at", type=float, default=0.8)
+    ap.add_argument("--bind-templates", default=None,
+                    help="comma-separated indices of suite.FACT_TEMPLATES the --p-bind rows use (default: all)")
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
@@ -414,6 +419,8 @@ def main():
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
+    if args.bind_templates:
+        batcher.bind_templates = [int(i) for i in args.bind_templates.split(",")]
     batcher.level = level if args.level is None else args.level
     acc_ema, last_raise, oacc_ema, bacc_ema, last_bind_raise = 0.0, step, 0.0, None, step
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
