@@ -2,15 +2,16 @@
 # Regenerate the embedded tiny DLM: held-out suite, tokenizer, fixtures, training
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
-#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6]]]]   (default 151, 85, 100, 95)
+#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7]]]]]
+#                                                              (default 151, 85, 100, 95, 65)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
-# MINUTES5 and MINUTES6: phases 5 and 6, rule/arith-heavy cycles that keep the BiCache terms
-# (docs/model.md, sixth and seventh runs); MINUTES5 or MINUTES6 = 0 skips that phase.
+# MINUTES5, MINUTES6, MINUTES7: phases 5-7, rule/arith-heavy cycles that keep the BiCache terms
+# (docs/model.md, sixth to eighth runs); MINUTES5, MINUTES6 or MINUTES7 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 min, ~431 min at 0.5-1
+# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 min, ~496 min at 0.5-1
 # step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
@@ -23,6 +24,7 @@ MIN=${1:-151}
 MIN4=${2:-85}
 MIN5=${3:-100}
 MIN6=${4:-95}
+MIN7=${5:-65}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -68,5 +70,13 @@ if [ "$MIN6" -gt 0 ]; then
   $PY tools/train/train.py --minutes "$MIN6" --new-cycle --cycle-minutes 95 --lr 4e-4 --p-doc 0.5 --p-rule 0.5 \
     --rule-q 6,8 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 --raise-at 0.45 --p-full 0.05 \
     --eos-weight 0.05 --eval-every 20 --eval-n 20 2>&1 | tee -a "$LOG"
+fi
+# Phase 7 (resumes, new cycle): docqa rows carry 8-14 questions, rule 8-12, arith 4-6, and 40% of
+# the docqa rows are two-or-three-fact entity-binding rows, docs/model.md "Eighth run".
+if [ "$MIN7" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN7" --new-cycle --cycle-minutes 65 --lr 4e-4 --p-doc 0.6 --p-bind 0.4 \
+    --bind-start 3 --bind-templates 0 --doc-q 8,14 --p-rule 0.5 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 \
+    --iso-max 2 --cons-weight 10 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --eval-every 20 --eval-n 20 \
+    2>&1 | tee -a "$LOG"
 fi
 $PY tools/train/export.py --out models/tiny-llada.gguf
