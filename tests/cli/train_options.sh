@@ -122,4 +122,13 @@ for bad in "5,3" "0,2" "four" "1,2,3"; do
   fi
 done
 done
+for bad in "7" "-1" "0,x"; do
+  if out=$("$PY" "$SRC/tools/train/train.py" --bind-templates "$bad" --minutes 0 2>&1); then
+    echo "FAIL --bind-templates $bad accepted"; fail=1
+  elif grep -q "argument --bind-templates: \(template indices\|expected\)" <<<"$out"; then
+    echo "ok   --bind-templates $bad refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL --bind-templates $bad: unexpected output: $out"; fail=1
+  fi
+done
 exit $fail

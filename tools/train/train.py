@@ -79,6 +79,18 @@ def q_range(text):
     return lo, hi
 
 
+def template_list(text):
+    """argparse type of --bind-templates: comma-separated indices into suite.FACT_TEMPLATES."""
+    try:
+        idx = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated integers, got %r" % text)
+    n = len(suite.FACT_TEMPLATES)
+    if not all(0 <= i < n for i in idx):
+        raise argparse.ArgumentTypeError("template indices must be in 0..%d, got %r" % (n - 1, text))
+    return idx
+
+
 def bucket(n, q=64):
     """Pad lengths to a few shapes: oneDNN re-plans (slowly) for every new shape."""
     return ((n + q - 1) // q) * q
@@ -224,21 +236,16 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     w = wfull[m]
     R = ids.shape[0]
     norm = cnt.clamp(min=1)[:, None].expand(R, T)[m]
-    acc = None
-    if accrow is not None:
-        sel = accrow[m]
-        if sel.any():
-            acc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
-    oacc = None
-    if othrow is not None:
-        sel = othrow[m]
-        if sel.any():
-            oacc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
-    bacc = None
-    if bindrow is not None:
-        sel = bindrow[m]
-        if sel.any():
-            bacc = (logits.argmax(-1)[sel] == ids[m][sel]).float().mean().item()
+    hit = logits.argmax(-1) == ids[m]  # [N] per masked position
+
+    def row_acc(rows):
+        """accuracy over the masked positions selected by rows [R,T], or None"""
+        if rows is None:
+            return None
+        sel = rows[m]
+        return hit[sel].float().mean().item() if sel.any() else None
+
+    acc, oacc, bacc = row_acc(accrow), row_acc(othrow), row_acc(bindrow)
     loss = (ce * w / norm).sum() / R
     cons = None
     if n > 0:
@@ -348,7 +355,7 @@ def main():
                          "when their value accuracy passes --bind-raise-at (default: no curriculum, "
                          "or the checkpoint's)")
     ap.add_argument("--bind-raise-at", type=float, default=0.8)
-    ap.add_argument("--bind-templates", default=None,
+    ap.add_argument("--bind-templates", type=template_list, default=None,
                     help="comma-separated indices of suite.FACT_TEMPLATES the --p-bind rows use (default: all)")
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
@@ -419,8 +426,7 @@ def main():
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
-    if args.bind_templates:
-        batcher.bind_templates = [int(i) for i in args.bind_templates.split(",")]
+    batcher.bind_templates = args.bind_templates
     batcher.level = level if args.level is None else args.level
     acc_ema, last_raise, oacc_ema, bacc_ema, last_bind_raise = 0.0, step, 0.0, None, step
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
