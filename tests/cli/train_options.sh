@@ -3,7 +3,8 @@
 # questions (each answer masked: one answer start per question); --p-bind: docqa rows whose document
 # uses at most two attributes, so every question has several candidate values of its type, with
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
-# is refused by name before any training starts.
+# is refused by name before any training starts; --bind-q (questions per binding row); the positions
+# --att-sup supervises (Batcher.docqa_links) and that its attention terms are learnable.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -24,7 +25,7 @@ for fam, attr, want in (("rule", "rule_q", 7), ("arith", "arith_q", 5)):
     b.p_rule = 1.0 if fam == "rule" else 0.0
     setattr(b, attr, (want, want))
     for _ in range(3):
-        ids, is_ans, first, plen, got_fam = b.sample(0.0)
+        ids, is_ans, first, plen, got_fam, _ = b.sample(0.0)
         assert got_fam == fam, got_fam
         assert sum(first) == want, (fam, sum(first), want)
     print("ok   %s rows carry %s=(%d,%d) -> %d masked answers" % (fam, attr, want, want, want))
@@ -66,7 +67,7 @@ def askable(fs):
 
 
 # --doc-q: as many masked answers as asked, or one per askable fact when there are fewer.
-for ids, _, first, _, fam in rows(0.0, (11, 11)):
+for ids, _, first, _, fam, _ in rows(0.0, (11, 11)):
     assert fam == "docqa", fam
     fs = facts_of(ids)
     assert sum(first) == min(11, askable(fs)), (sum(first), askable(fs), len(fs))
@@ -75,14 +76,14 @@ print("ok   docqa rows carry --doc-q 11,11 -> min(11, askable facts) masked answ
 # --p-bind 1: every document uses at most two attributes (values of the asked type abound),
 # with distinct entity/attribute pairs; --p-bind 0 documents of >= 8 facts use more.
 many = 0
-for ids, _, first, _, fam in rows(1.0, (4, 8)):
+for ids, _, first, _, fam, _ in rows(1.0, (4, 8)):
     assert fam == "docqa-bind", fam
     fs = facts_of(ids)
     assert len({a for _, a in fs}) <= 2, fs
     assert len(set(fs)) == len(fs), fs
     many += len(fs) >= 8
 assert many > 0, "no bind document of >= 8 facts drawn"
-for ids, _, _, _, fam in rows(0.0, (4, 8)):
+for ids, _, _, _, fam, _ in rows(0.0, (4, 8)):
     fs = facts_of(ids)
     if len(fs) >= 8:
         assert len({a for _, a in fs}) > 2, fs
@@ -94,7 +95,7 @@ b = train.Batcher(tok, 12, set(), 32)
 b.p_doc, b.p_bind, b.level, b.bind_level = 1.0, 0.5, 24, 4
 sizes = {"docqa": [], "docqa-bind": []}
 for _ in range(60):
-    ids, _, _, _, fam = b.sample(0.0)
+    ids, _, _, _, fam, _ = b.sample(0.0)
     sizes[fam].append(len(facts_of(ids)))
 assert sizes["docqa-bind"] and all(2 <= n <= 4 for n in sizes["docqa-bind"]), sizes
 assert max(sizes["docqa"]) > 4, sizes
@@ -109,6 +110,90 @@ for _ in range(20):
     doc = tok.decode(ids, skip_special=True).split("Facts: ")[1].split("\n")[0]
     assert all(sent.startswith("The ") for sent in doc.split(". ")), doc
 print("ok   bind_templates [0] -> every bind fact reads 'The <attr> of <name> is <value>.'")
+
+# --bind-q 1,1: bind rows ask one question (the other docqa rows keep --doc-q).
+b = train.Batcher(tok, 14, set(), 32)
+b.p_doc, b.p_bind, b.level, b.bind_level, b.doc_q, b.bind_q = 1.0, 0.5, 24, 6, (6, 6), (1, 1)
+seen = set()
+for _ in range(30):
+    ids, _, first, _, fam, _ = b.sample(0.0)
+    seen.add(fam)
+    if fam == "docqa-bind":
+        assert sum(first) == 1, sum(first)
+    else:
+        assert sum(first) == min(6, askable(facts_of(ids))), sum(first)
+assert seen == {"docqa", "docqa-bind"}, seen
+print("ok   --bind-q 1,1 -> bind rows carry one masked answer, docqa rows keep --doc-q")
+EOF
+
+# docqa_links (the positions --att-sup supervises): one link per docqa question; its fact is the
+# prefix sentence holding the asked entity and the answer value, its entity the one the question
+# names; rule and arith rows have none.
+"$PY" - "$SRC" <<'EOF' || fail=1
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import bpe
+import train
+
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+b = train.Batcher(tok, 15, set(), 32)
+b.p_doc, b.p_bind, b.level, b.doc_q = 1.0, 0.3, 24, (4, 10)
+dot = tok.encode(".")[0]
+n = 0
+for _ in range(40):
+    ids, _, first, plen, fam, links = b.sample(0.0)
+    assert len(links) == sum(first), (len(links), sum(first))
+    for a, q, fv, fe in links:
+        assert fe < fv < plen <= q < a, (fe, fv, plen, q, a)
+        assert ids[fv] == ids[a] and ids[fe] == ids[q], "link does not join the asked entity's value"
+        assert dot not in ids[fe:fv], "entity and value from different sentences"
+        assert tok.special["<|user|>"] in ids[q - 10:q], "question entity outside the question"
+        n += 1
+b.p_doc = 0.0
+for _ in range(10):
+    assert b.sample(0.0)[5] == [], "links on a non-docqa row"
+print("ok   docqa_links: %d links, each joins an answer to its fact's entity and value" % n)
+EOF
+
+# --att-sup: the supervised attention (answer slot -> question entity, value -> its entity,
+# answer slot -> the asked value) and the entity-identity term are learnt on a fixed batch.
+"$PY" - "$SRC" <<'EOF' || fail=1
+import sys
+import torch
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import bpe
+import train
+from model import LLaDA, default_config
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+m = LLaDA(dict(default_config(tok.n_vocab), n_layer=4))
+b = train.Batcher(tok, 17, set(), 32)
+b.p_doc, b.level, b.doc_q = 1.0, 6, (4, 6)
+ids, is_ans, valid, first, isdoc, plen, isbind, links = b.batch(4, 0.0)
+opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+hist = []
+for step in range(40):
+    g = torch.Generator().manual_seed(step)
+    loss, _, _, _, _, parts = train.diffusion_loss(m, ids, is_ans, valid, tok.special["<|mask|>"], g,
+                                                   p_full=0.0, first=first, isdoc=isdoc, isbind=isbind,
+                                                   plen=plen, links=links, att_sup=1.0, att_layers=(1, 2))
+    assert parts is not None and len(parts) == 4 and all(p == p for p in parts), parts
+    hist.append(parts)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+names = ("answer->question entity", "value->its entity", "answer->value", "entity identity")
+for nm, u, w in zip(names, hist[0], hist[-1]):
+    print("     %-24s nll %.2f -> %.2f" % (nm, u, w))
+assert hist[-1][0] < 0.5 * hist[0][0] and hist[-1][1] < 0.5 * hist[0][1], (hist[0], hist[-1])
+assert hist[-1][2] < hist[0][2], (hist[0], hist[-1])
+_, _, _, _, _, parts = train.diffusion_loss(m, ids, is_ans, valid, tok.special["<|mask|>"],
+                                            torch.Generator().manual_seed(0), first=first, isdoc=isdoc,
+                                            plen=plen, links=links, att_sup=0.0)
+assert parts is None
+print("ok   --att-sup terms fall on a fixed batch (4-layer model, 40 steps); none without it")
 EOF
 
 for opt in --rule-q --doc-q; do
@@ -129,6 +214,24 @@ for bad in "7" "-1" "0,x"; do
     echo "ok   --bind-templates $bad refused: $(tail -1 <<<"$out")"
   else
     echo "FAIL --bind-templates $bad: unexpected output: $out"; fail=1
+  fi
+done
+for bad in "3,1" "0,8" "x" "1"; do
+  if out=$("$PY" "$SRC/tools/train/train.py" --att-layers "$bad" --minutes 0 2>&1); then
+    echo "FAIL --att-layers $bad accepted"; fail=1
+  elif grep -q "argument --att-layers: \(need\|expected\)" <<<"$out"; then
+    echo "ok   --att-layers $bad refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL --att-layers $bad: unexpected output: $out"; fail=1
+  fi
+done
+for bad in "2,1" "x"; do
+  if out=$("$PY" "$SRC/tools/train/train.py" --bind-q "$bad" --minutes 0 2>&1); then
+    echo "FAIL --bind-q $bad accepted"; fail=1
+  elif grep -q "argument --bind-q: expected" <<<"$out"; then
+    echo "ok   --bind-q $bad refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL --bind-q $bad: unexpected output: $out"; fail=1
   fi
 done
 exit $fail

@@ -52,7 +52,7 @@ class Layer(nn.Module):
         self.w_up = nn.Linear(d, c["ff"], bias=False)
         self.w_down = nn.Linear(c["ff"], d, bias=False)
 
-    def forward(self, x, cos, sin, bias, kv_out=None):
+    def forward(self, x, cos, sin, bias, kv_out=None, att_take=None, att_out=None):
         B, T, _ = x.shape
         h = self.attn_norm(x)
         q = self.wq(h).view(B, T, self.H, self.hd).transpose(1, 2)
@@ -72,7 +72,15 @@ class Layer(nn.Module):
         # softmax in the compute dtype (bf16 under autocast): keeps the [B,H,T,T]
         # buffers small (glibc mmaps+faults every tensor > 32 MB on each step)
         att = torch.softmax(att, dim=-1).to(v.dtype)
-        o = torch.matmul(att, v).transpose(1, 2).reshape(B, T, self.H * self.hd)
+        if att_take is not None:
+            # attention supervision (training only): probabilities att[b, h, q, k] of the given
+            # (row, head, query, key) index tensors [N] each
+            hh, bb, qq, kk = att_take
+            att_out.append(att[bb, hh, qq, kk].float())
+        o = torch.matmul(att, v)  # [B,H,T,hd]
+        if att_take is not None:
+            att_out.append(o[bb, hh, qq].float())  # [N,hd]: those heads' outputs at those queries
+        o = o.transpose(1, 2).reshape(B, T, self.H * self.hd)
         x = x + self.wo(o)
         h = self.ffn_norm(x)
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
@@ -99,13 +107,17 @@ class LLaDA(nn.Module):
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, 0.0, 0.02)
 
-    def forward(self, ids, key_mask=None, select=None, iso=None, kv_layers=0, kv_out=None):
+    def forward(self, ids, key_mask=None, select=None, iso=None, kv_layers=0, kv_out=None, att_take=None,
+                att_out=None):
         """ids [B,T]; key_mask [B,T] bool (True = real token) or None.
         select: optional [B,T] bool; then only logits of those positions ([N,V]) are returned.
         iso: optional (plen [B] long, depth [B] long): in layers l < depth[b] the first plen[b]
         tokens of row b (its shared prefix) attend only to each other, i.e. they are computed as
         from the prefix alone (what BiCache's cached forward of depth[b] feeds the request).
-        kv_layers / kv_out: append the post-RoPE (k, v) [B,Hk,T,hd] of layers < kv_layers to kv_out."""
+        kv_layers / kv_out: append the post-RoPE (k, v) [B,Hk,T,hd] of layers < kv_layers to kv_out.
+        att_take / att_out: {layer: (head, row, query, key) index tensors [N]}: append (layer, the
+        attention probabilities [N] at those indices, the heads' outputs [N,hd] at those queries)
+        to att_out (attention supervision)."""
         B, T = ids.shape
         pos = torch.arange(T, device=ids.device).float()
         fr = torch.outer(pos, self.inv_freq)
@@ -130,7 +142,11 @@ class LLaDA(nn.Module):
                 m = iso_mask & (depth > i)[:, None, None, None]
                 b = torch.zeros(B, 1, T, T) if bias is None else bias.expand(B, 1, T, T).clone()
                 b.masked_fill_(m, float("-inf"))
-            x = l(x, cos, sin, b, kv_out if i < kv_layers else None)
+            take = att_take.get(i) if att_take else None
+            probs = [] if take is not None else None
+            x = l(x, cos, sin, b, kv_out if i < kv_layers else None, take, probs)
+            if take is not None:
+                att_out.append((i, probs[0], probs[1]))
         if select is not None:
             x = x[select]
         return self.lm_head(self.norm(x))

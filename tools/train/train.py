@@ -79,6 +79,18 @@ def q_range(text):
     return lo, hi
 
 
+def layer_pair(text):
+    """argparse type of --att-layers: LA,LC with 0 <= LA <= LC < n_layer."""
+    n_layer = default_config(2)["n_layer"]
+    try:
+        la, lc = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected LA,LC (two layer indices), got %r" % text)
+    if not 0 <= la <= lc < n_layer:
+        raise argparse.ArgumentTypeError("need 0 <= LA <= LC < %d, got %r" % (n_layer, text))
+    return la, lc
+
+
 def template_list(text):
     """argparse type of --bind-templates: comma-separated indices into suite.FACT_TEMPLATES."""
     try:
@@ -102,12 +114,47 @@ class Batcher:
         self.rng = random.Random(seed)
         self.ts = suite.TrainStream(seed + 1, heldout_prefixes)
         self.gen = gen_length
+        self.name_ids = set(self._one_token(n) for n in suite.NAMES)
+        self.value_ids = set(self._one_token(v) for v in suite.VALUES)
+        self.dot_id = self._one_token(".", space=False)
+
+    def _one_token(self, word, space=True):
+        ids = self.tok.encode((" " if space else "") + word)
+        assert len(ids) == 1, "%r is not one token" % word
+        return ids[0]
+
+    def docqa_links(self, ids, first, plen):
+        """Token positions of the retrieval each docqa answer needs: a list of (answer slot, the
+        question's entity, the fact's value, the fact's entity), one per question turn. A fact is
+        the prefix sentence holding both the asked entity and the answer value (values are unique
+        across attributes, so it is unique)."""
+        facts = {}  # (entity id, value id) -> (entity pos, value pos)
+        ent, val = None, None
+        for p in range(plen):
+            t = ids[p]
+            if t == self.dot_id:
+                if ent is not None and val is not None:
+                    facts[(ids[ent], ids[val])] = (ent, val)
+                ent, val = None, None
+            elif t in self.name_ids:
+                ent = p
+            elif t in self.value_ids:
+                val = p
+        links = []
+        for a in (p for p in range(len(ids)) if first[p]):
+            q = next((p for p in range(a - 1, plen - 1, -1) if ids[p] in self.name_ids), None)
+            if q is None or (ids[q], ids[a]) not in facts:
+                continue
+            fe, fv = facts[(ids[q], ids[a])]
+            links.append((a, q, fv, fe))
+        return links
 
     p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
     doc_q = (4, 8)  # questions (answers masked) per docqa row
     p_bind = 0.0  # share of docqa rows whose document uses only 1-2 attributes (entity binding)
     bind_level = None  # max facts of those rows (None: the docqa range); raised on bind accuracy
     bind_templates = None  # fact templates of those rows (None: all)
+    bind_q = None  # questions per binding row (None: doc_q)
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
@@ -137,6 +184,8 @@ class Batcher:
                 n_attrs = self.rng.randint(1, 2)
                 fam = "docqa-bind"
                 templates = self.bind_templates
+                if self.bind_q is not None:
+                    nq = self.rng.randint(*self.bind_q)
                 if self.bind_level is not None:
                     facts = (2, max(2, int(self.bind_level)))
         elif fam == "rule":
@@ -147,7 +196,9 @@ class Batcher:
             facts = (3, 8)
         prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
                                    templates=templates)
-        return build_sequence(self.tok, prefix, qs, self.gen) + (fam,)
+        ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen)
+        links = self.docqa_links(ids, first, plen) if fam.startswith("docqa") else []
+        return ids, ans, first, plen, fam, links
 
     def batch(self, bs, prog, long=False):
         seqs = [self.sample(prog, long) for _ in range(bs)]
@@ -160,16 +211,17 @@ class Batcher:
         isdoc = torch.tensor([q[4].startswith("docqa") for q in seqs])
         isbind = torch.tensor([q[4] == "docqa-bind" for q in seqs])
         plen = torch.tensor([q[3] for q in seqs])
-        for i, (s, a, f1, _, _) in enumerate(seqs):
+        for i, (s, a, f1, _, _, _) in enumerate(seqs):
             ids[i, :len(s)] = torch.tensor(s)
             is_ans[i, :len(a)] = torch.tensor(a)
             first[i, :len(f1)] = torch.tensor(f1)
             valid[i, :len(s)] = True
-        return ids, is_ans, valid, first, isdoc, plen, isbind
+        return ids, is_ans, valid, first, isdoc, plen, isbind, [q[5] for q in seqs]
 
 
 def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
-                   eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None):
+                   eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None,
+                   links=None, att_sup=0.0, att_layers=(1, 3)):
     """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
     are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
     see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
@@ -177,7 +229,16 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     1 - cos(K/V in the full request, K/V of the isolated copy) over the prefix tokens of layers 0..d
     (the quantity `bicache calibrate` measures) pulls the shallow prefix K/V towards prefix-alone ones.
     Returns (loss, docqa value accuracy or None, consistency term or None, accuracy of the first
-    answer token of the rule/arith rows or None, value accuracy of the docqa-bind rows or None)."""
+    answer token of the rule/arith rows or None, value accuracy of the docqa-bind rows or None,
+    attention-supervision term or None).
+
+    att_sup > 0 (with links, Batcher.docqa_links per row): attention supervision of the retrieval
+    circuit docqa needs, on the SFT docqa rows: in layer att_layers[0], head 0 of every answer slot
+    attends to its question's entity and the same head of every fact value to its fact's entity; in layer
+    att_layers[1], head 0 of the answer slot attends to the asked fact's value. The term is the sum
+    over those three of the mean -log attention probability, weighted att_sup; the per-part means
+    are returned (the third, the entity match, is the one that takes long). The exported model is plain LLaDA;
+    this only shapes what training finds (the type-copying basin, docs/model.md)."""
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -230,8 +291,27 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
             if bindrow is not None:
                 bindrow = torch.cat([bindrow, torch.zeros_like(bindrow[:n])])
         kv, kvl = [], iso_max + 1
+    take, att_probs = None, None
+    if att_sup > 0 and links is not None:
+        la, lc = att_layers
+        rows = [(b, lk) for b in range(B) if not bool(full[b]) for lk in links[b]]
+        if rows:
+            bb = torch.tensor([b for b, _ in rows])
+            a, q, fv, fe = (torch.tensor([lk[j] for _, lk in rows]) for j in range(4))
+            z = torch.zeros_like(bb)
+            # one head for both gatherings ("the nearest name before me"), so the answer slot and
+            # the value carry the entity through the same OV map and layer LC matches like with like
+            take = {la: (torch.cat([z, z]), torch.cat([bb, bb]), torch.cat([a, fv]), torch.cat([q, fe]))}
+            cat = (z, bb, a, fv)
+            fe_ids = ids[bb, fe]  # [nl] the entity token of each asked fact
+            if lc == la:
+                take[la] = tuple(torch.cat([u, w]) for u, w in zip(take[la], cat))
+            else:
+                take[lc] = cat
+            att_probs = []
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv)  # only masked positions: [N, V]
+        logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv, att_take=take,
+                       att_out=att_probs)  # only masked positions: [N, V]
     ce = F.cross_entropy(logits.float(), ids[m], reduction="none")
     w = wfull[m]
     R = ids.shape[0]
@@ -265,7 +345,29 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         cons = tot / max(cntc, 1.0)
         loss = loss + cons_weight * cons
         cons = float(cons)
-    return loss, acc, cons, oacc, bacc
+    asup = None
+    if att_probs:
+        probs = {i: p for i, p, _ in att_probs}
+        nl = len(take[lc][0]) if lc != la else len(take[la][0]) // 3
+        pa = probs[la]
+        parts = [pa[:nl], pa[nl:2 * nl], probs[lc] if lc != la else pa[2 * nl:]]
+        nll = [-p.clamp(min=1e-6).log().mean() for p in parts]
+        # The gathering head's output must carry *which* entity it read, or layer LC has nothing
+        # to match (it read ~the same vector for every entity: cos 0.87 between different ones).
+        # Contrastive term: each answer slot's output is nearest, among the fact values of its
+        # row, to the output at its own fact's value.
+        out = F.normalize({i: o for i, _, o in att_probs}[la], dim=-1)
+        ua, uv = out[:nl], out[nl:2 * nl]
+        sim = ua @ uv.T / 0.1  # [nl,nl]
+        rowb = take[la][1][:nl]
+        sim = sim.masked_fill(rowb[:, None] != rowb[None, :], float("-inf"))
+        same_ent = fe_ids[:, None] == fe_ids[None, :]  # values of the same entity (same row) are positives
+        lse_all = torch.logsumexp(sim, dim=1)
+        lse_pos = torch.logsumexp(sim.masked_fill(~same_ent, float("-inf")), dim=1)
+        nll.append((lse_all - lse_pos).mean())
+        loss = loss + att_sup * sum(nll)
+        asup = [float(v) for v in nll]
+    return loss, acc, cons, oacc, bacc, asup
 
 
 # ----------------------------------------------------------------------------
@@ -357,6 +459,15 @@ def main():
     ap.add_argument("--bind-raise-at", type=float, default=0.8)
     ap.add_argument("--bind-templates", type=template_list, default=None,
                     help="comma-separated indices of suite.FACT_TEMPLATES the --p-bind rows use (default: all)")
+    ap.add_argument("--bind-q", type=q_range, default=None,
+                    help="LO,HI questions per --p-bind row (default: --doc-q). With one question, the "
+                         "document entity that the question names is the only one asked about, so "
+                         "'the value next to the entity the question repeats' answers it (as in the "
+                         "held-out requests); with many, every entity is asked and that cue is void")
+    ap.add_argument("--att-sup", type=float, default=0.0,
+                    help="weight of the attention supervision of docqa's retrieval circuit (see diffusion_loss)")
+    ap.add_argument("--att-layers", type=layer_pair, default=(1, 3),
+                    help="LA,LC: the layers of that supervision (entity gathering, value retrieval)")
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
@@ -427,6 +538,7 @@ def main():
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
     batcher.bind_templates = args.bind_templates
+    batcher.bind_q = args.bind_q
     batcher.level = level if args.level is None else args.level
     acc_ema, last_raise, oacc_ema, bacc_ema, last_bind_raise = 0.0, step, 0.0, None, step
     gen = torch.Generator().manual_seed(args.seed * 7919 + step)
@@ -443,6 +555,7 @@ def main():
     t_seg = time.time()
     step0 = step
     cons_acc, cons_n = 0.0, 0
+    asup_acc, asup_n = [0.0] * 4, 0
     last_save = last_eval = time.time()
     loss_acc, n_acc, tok_acc = 0.0, 0, 0
     model.train()
@@ -461,11 +574,15 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
-        ids, is_ans, valid, first, isdoc, plen, isbind = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
-        loss, dacc, cons, oacc, bacc = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
+        ids, is_ans, valid, first, isdoc, plen, isbind, links = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
+        loss, dacc, cons, oacc, bacc, asup = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
-                                          cons_weight=args.cons_weight, isbind=isbind)
+                                          cons_weight=args.cons_weight, isbind=isbind, links=links,
+                                          att_sup=args.att_sup, att_layers=args.att_layers)
+        if asup is not None:
+            asup_acc = [u + w for u, w in zip(asup_acc, asup)]
+            asup_n += 1
         if bacc is not None:
             bacc_ema = bacc if bacc_ema is None else 0.95 * bacc_ema + 0.05 * bacc
             bl = batcher.bind_level
@@ -508,10 +625,13 @@ def main():
             log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f other_first_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
                 step, loss_acc / n_acc, lr, batcher.level, acc_ema, oacc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
                 (" kv_cons %.4f" % (cons_acc / cons_n) if cons_n else "") +
+                (" att_nll q-ent %.2f v-ent %.2f a-val %.2f ident %.2f" % tuple(v / asup_n for v in asup_acc)
+                 if asup_n else "") +
                 (" bind_acc %.2f" % bacc_ema if bacc_ema is not None else "") +
                 (" bind_facts<=%d" % batcher.bind_level if batcher.bind_level is not None else "")))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
             cons_acc, cons_n = 0.0, 0
+            asup_acc, asup_n = [0.0] * 4, 0
         if t1 - last_save > args.save_every * 60:
             save()
             last_save = time.time()
