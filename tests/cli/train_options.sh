@@ -4,7 +4,8 @@
 # uses at most two attributes, so every question has several candidate values of its type, with
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
-# --att-sup supervises (Batcher.docqa_links) and that its attention terms are learnable.
+# --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
+# are learnable.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -149,10 +150,27 @@ for _ in range(40):
         assert dot not in ids[fe:fv], "entity and value from different sentences"
         assert tok.special["<|user|>"] in ids[q - 10:q], "question entity outside the question"
         n += 1
-b.p_doc = 0.0
-for _ in range(10):
-    assert b.sample(0.0)[5] == [], "links on a non-docqa row"
 print("ok   docqa_links: %d links, each joins an answer to its fact's entity and value" % n)
+
+# rule_links: every answer letter of a rule row links to a letter of its own query input, the same
+# letter (copying rules) or the one before it (shift); arith rows have no links.
+b = train.Batcher(tok, 18, set(), 32)
+b.p_doc, b.p_rule, b.rule_q = 0.0, 1.0, (3, 5)
+n = 0
+for _ in range(40):
+    ids, _, first, plen, fam, links = b.sample(0.0)
+    assert fam == "rule" and links, fam
+    starts = [p for p in range(len(ids)) if first[p]]
+    for o, s in links:
+        a = max(p for p in starts if p <= o)
+        assert plen <= s < a <= o, (s, a, o)
+        lo, ls = tok.decode([ids[o]]).strip(), tok.decode([ids[s]]).strip()
+        assert lo == ls or lo == chr((ord(ls) - 97 + 1) % 26 + 97), (lo, ls)
+        n += 1
+b.p_rule = 0.0
+for _ in range(10):
+    assert b.sample(0.0)[5] == [], "links on an arith row"
+print("ok   rule_links: %d links, each joins an answer letter to its source letter in the query" % n)
 EOF
 
 # --att-sup: the supervised attention (answer slot -> question entity, value -> its entity,
@@ -179,7 +197,8 @@ for step in range(40):
     loss, _, _, _, _, parts = train.diffusion_loss(m, ids, is_ans, valid, tok.special["<|mask|>"], g,
                                                    p_full=0.0, first=first, isdoc=isdoc, isbind=isbind,
                                                    plen=plen, links=links, att_sup=1.0, att_layers=(1, 2))
-    assert parts is not None and len(parts) == 4 and all(p == p for p in parts), parts
+    assert parts is not None and set(parts) == {"q-ent", "v-ent", "a-val", "ident"}, parts
+    parts = [parts[k] for k in ("q-ent", "v-ent", "a-val", "ident")]
     hist.append(parts)
     opt.zero_grad()
     loss.backward()
@@ -194,6 +213,24 @@ _, _, _, _, _, parts = train.diffusion_loss(m, ids, is_ans, valid, tok.special["
                                             plen=plen, links=links, att_sup=0.0)
 assert parts is None
 print("ok   --att-sup terms fall on a fixed batch (4-layer model, 40 steps); none without it")
+
+b = train.Batcher(tok, 19, set(), 32)
+b.p_doc, b.p_rule, b.rule_q = 0.0, 1.0, (3, 4)
+ids, is_ans, valid, first, isdoc, plen, isbind, links = b.batch(4, 0.0)
+hist = []
+for step in range(30):
+    g = torch.Generator().manual_seed(step)
+    loss, _, _, _, _, parts = train.diffusion_loss(m, ids, is_ans, valid, tok.special["<|mask|>"], g,
+                                                   p_full=0.0, first=first, isdoc=isdoc, plen=plen,
+                                                   links=links, rule_sup=1.0, rule_layer=3)
+    assert parts is not None and set(parts) == {"rule"}, parts
+    hist.append(parts["rule"])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("     %-24s nll %.2f -> %.2f" % ("rule letter->source", hist[0], hist[-1]))
+assert hist[-1] < 0.5 * hist[0], hist
+print("ok   --rule-sup term falls on a fixed batch of rule rows")
 EOF
 
 for opt in --rule-q --doc-q; do
@@ -223,6 +260,15 @@ for bad in "3,1" "0,8" "x" "1"; do
     echo "ok   --att-layers $bad refused: $(tail -1 <<<"$out")"
   else
     echo "FAIL --att-layers $bad: unexpected output: $out"; fail=1
+  fi
+done
+for bad in "8" "-1" "x"; do
+  if out=$("$PY" "$SRC/tools/train/train.py" --rule-layer "$bad" --minutes 0 2>&1); then
+    echo "FAIL --rule-layer $bad accepted"; fail=1
+  elif grep -q "argument --rule-layer: \(need\|expected\)" <<<"$out"; then
+    echo "ok   --rule-layer $bad refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL --rule-layer $bad: unexpected output: $out"; fail=1
   fi
 done
 for bad in "2,1" "x"; do

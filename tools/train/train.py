@@ -91,6 +91,18 @@ def layer_pair(text):
     return la, lc
 
 
+def layer_index(text):
+    """argparse type of --rule-layer: 0 <= L < n_layer."""
+    n_layer = default_config(2)["n_layer"]
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a layer index, got %r" % text)
+    if not 0 <= v < n_layer:
+        raise argparse.ArgumentTypeError("need 0 <= L < %d, got %r" % (n_layer, text))
+    return v
+
+
 def template_list(text):
     """argparse type of --bind-templates: comma-separated indices into suite.FACT_TEMPLATES."""
     try:
@@ -117,6 +129,7 @@ class Batcher:
         self.name_ids = set(self._one_token(n) for n in suite.NAMES)
         self.value_ids = set(self._one_token(v) for v in suite.VALUES)
         self.dot_id = self._one_token(".", space=False)
+        self.letter_ids = {self._one_token(c): c for c in suite.LETTERS}
 
     def _one_token(self, word, space=True):
         ids = self.tok.encode((" " if space else "") + word)
@@ -147,6 +160,30 @@ class Batcher:
                 continue
             fe, fv = facts[(ids[q], ids[a])]
             links.append((a, q, fv, fe))
+        return links
+
+    def rule_links(self, ids, first, plen):
+        """Token positions of the copy every rule answer letter needs: a list of (answer letter,
+        the query input letter it comes from), over all question turns. Input letters are distinct,
+        so the source of a copied letter is where it sits in the input; for `shift` (every output
+        letter the input's next one) it is the letter at the same index."""
+        links = []
+        starts = [p for p in range(len(ids)) if first[p]]
+        prev = plen
+        for a in starts:
+            src = [p for p in range(prev, a) if ids[p] in self.letter_ids]  # the query's input letters
+            xs = [self.letter_ids[ids[p]] for p in src]
+            outs = []
+            for p in range(a, len(ids)):
+                if ids[p] not in self.letter_ids:
+                    break
+                outs.append(p)
+            prev = outs[-1] + 1 if outs else a + 1
+            ys = [self.letter_ids[ids[p]] for p in outs]
+            if ys and len(ys) == len(xs) and ys == [chr((ord(c) - 97 + 1) % 26 + 97) for c in xs]:
+                links += [(o, s_) for o, s_ in zip(outs, src)]
+            elif ys and all(y in xs for y in ys):
+                links += [(o, src[xs.index(y)]) for o, y in zip(outs, ys)]
         return links
 
     p_rule = 0.6  # share of the non-docqa rows that are rule (the rest: arith)
@@ -197,7 +234,12 @@ class Batcher:
         prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
                                    templates=templates)
         ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen)
-        links = self.docqa_links(ids, first, plen) if fam.startswith("docqa") else []
+        if fam.startswith("docqa"):
+            links = self.docqa_links(ids, first, plen)
+        elif fam == "rule":
+            links = self.rule_links(ids, first, plen)
+        else:
+            links = []
         return ids, ans, first, plen, fam, links
 
     def batch(self, bs, prog, long=False):
@@ -221,7 +263,7 @@ class Batcher:
 
 def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
                    eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None,
-                   links=None, att_sup=0.0, att_layers=(1, 3)):
+                   links=None, att_sup=0.0, att_layers=(1, 3), rule_sup=0.0, rule_layer=5):
     """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
     are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
     see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
@@ -230,15 +272,18 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     (the quantity `bicache calibrate` measures) pulls the shallow prefix K/V towards prefix-alone ones.
     Returns (loss, docqa value accuracy or None, consistency term or None, accuracy of the first
     answer token of the rule/arith rows or None, value accuracy of the docqa-bind rows or None,
-    attention-supervision term or None).
+    the attention-supervision parts or None, see below).
 
     att_sup > 0 (with links, Batcher.docqa_links per row): attention supervision of the retrieval
     circuit docqa needs, on the SFT docqa rows: in layer att_layers[0], head 0 of every answer slot
     attends to its question's entity and the same head of every fact value to its fact's entity; in layer
     att_layers[1], head 0 of the answer slot attends to the asked fact's value. The term is the sum
-    over those three of the mean -log attention probability, weighted att_sup; the per-part means
-    are returned (the third, the entity match, is the one that takes long). The exported model is plain LLaDA;
-    this only shapes what training finds (the type-copying basin, docs/model.md)."""
+    over those three of the mean -log attention probability, weighted att_sup, plus a contrastive
+    term (ident) that makes the layer-LA head's output identify the entity it read. rule_sup > 0:
+    in layer rule_layer, head 0 of every rule answer letter attends to the query input letter it
+    comes from (Batcher.rule_links), weighted rule_sup. The last return value is {part: mean -log p} (the
+    entity match a-val is the part that takes long), or None without supervision. The exported
+    model is plain LLaDA; this only shapes what training finds (docs/model.md)."""
     B, T = ids.shape
     t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
@@ -291,24 +336,34 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
             if bindrow is not None:
                 bindrow = torch.cat([bindrow, torch.zeros_like(bindrow[:n])])
         kv, kvl = [], iso_max + 1
-    take, att_probs = None, None
-    if att_sup > 0 and links is not None:
+    # attention supervision: segments (name, layer, head, rows, queries, keys), gathered per layer
+    segs = []
+    fe_ids = None
+    if links is not None and (att_sup > 0 or rule_sup > 0):
         la, lc = att_layers
-        rows = [(b, lk) for b in range(B) if not bool(full[b]) for lk in links[b]]
-        if rows:
-            bb = torch.tensor([b for b, _ in rows])
-            a, q, fv, fe = (torch.tensor([lk[j] for _, lk in rows]) for j in range(4))
-            z = torch.zeros_like(bb)
+        doc = [(b, lk) for b in range(B) if not bool(full[b]) for lk in links[b] if len(lk) == 4]
+        rul = [(b, lk) for b in range(B) if not bool(full[b]) for lk in links[b] if len(lk) == 2]
+        if att_sup > 0 and doc:
+            bb = torch.tensor([b for b, _ in doc])
+            a, q, fv, fe = (torch.tensor([lk[j] for _, lk in doc]) for j in range(4))
             # one head for both gatherings ("the nearest name before me"), so the answer slot and
             # the value carry the entity through the same OV map and layer LC matches like with like
-            take = {la: (torch.cat([z, z]), torch.cat([bb, bb]), torch.cat([a, fv]), torch.cat([q, fe]))}
-            cat = (z, bb, a, fv)
+            segs += [("q-ent", la, 0, bb, a, q), ("v-ent", la, 0, bb, fv, fe), ("a-val", lc, 0, bb, a, fv)]
             fe_ids = ids[bb, fe]  # [nl] the entity token of each asked fact
-            if lc == la:
-                take[la] = tuple(torch.cat([u, w]) for u, w in zip(take[la], cat))
-            else:
-                take[lc] = cat
-            att_probs = []
+        if rule_sup > 0 and rul:
+            bb = torch.tensor([b for b, _ in rul])
+            o, src = (torch.tensor([lk[j] for _, lk in rul]) for j in range(2))
+            segs.append(("rule", rule_layer, 0, bb, o, src))
+    take, att_probs, where = None, None, {}
+    if segs:
+        take = {}
+        for name, layer, head, bb, qq, kk in segs:
+            prev = take.get(layer)
+            off = 0 if prev is None else len(prev[0])
+            cur = (torch.full_like(bb, head), bb, qq, kk)
+            take[layer] = cur if prev is None else tuple(torch.cat([u, w]) for u, w in zip(prev, cur))
+            where[name] = (layer, off, off + len(bb))
+        att_probs = []
     with torch.autocast("cpu", dtype=torch.bfloat16):
         logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv, att_take=take,
                        att_out=att_probs)  # only masked positions: [N, V]
@@ -348,25 +403,32 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     asup = None
     if att_probs:
         probs = {i: p for i, p, _ in att_probs}
-        nl = len(take[lc][0]) if lc != la else len(take[la][0]) // 3
-        pa = probs[la]
-        parts = [pa[:nl], pa[nl:2 * nl], probs[lc] if lc != la else pa[2 * nl:]]
-        nll = [-p.clamp(min=1e-6).log().mean() for p in parts]
+        outs = {i: o for i, _, o in att_probs}
+
+        def part(name, src):
+            layer, i0, i1 = where[name]
+            return src[layer][i0:i1]
+
+        asup = {}
+        for name in where:
+            nll_t = -part(name, probs).clamp(min=1e-6).log().mean()
+            loss = loss + (rule_sup if name == "rule" else att_sup) * nll_t
+            asup[name] = float(nll_t)
+    if att_probs and "q-ent" in where:
         # The gathering head's output must carry *which* entity it read, or layer LC has nothing
         # to match (it read ~the same vector for every entity: cos 0.87 between different ones).
         # Contrastive term: each answer slot's output is nearest, among the fact values of its
         # row, to the output at its own fact's value.
-        out = F.normalize({i: o for i, _, o in att_probs}[la], dim=-1)
-        ua, uv = out[:nl], out[nl:2 * nl]
+        ua, uv = F.normalize(part("q-ent", outs), dim=-1), F.normalize(part("v-ent", outs), dim=-1)
         sim = ua @ uv.T / 0.1  # [nl,nl]
-        rowb = take[la][1][:nl]
+        rowb = take[where["q-ent"][0]][1][where["q-ent"][1]:where["q-ent"][2]]
         sim = sim.masked_fill(rowb[:, None] != rowb[None, :], float("-inf"))
         same_ent = fe_ids[:, None] == fe_ids[None, :]  # values of the same entity (same row) are positives
         lse_all = torch.logsumexp(sim, dim=1)
         lse_pos = torch.logsumexp(sim.masked_fill(~same_ent, float("-inf")), dim=1)
-        nll.append((lse_all - lse_pos).mean())
-        loss = loss + att_sup * sum(nll)
-        asup = [float(v) for v in nll]
+        ident = (lse_all - lse_pos).mean()
+        loss = loss + att_sup * ident
+        asup["ident"] = float(ident)
     return loss, acc, cons, oacc, bacc, asup
 
 
@@ -468,6 +530,10 @@ def main():
                     help="weight of the attention supervision of docqa's retrieval circuit (see diffusion_loss)")
     ap.add_argument("--att-layers", type=layer_pair, default=(1, 3),
                     help="LA,LC: the layers of that supervision (entity gathering, value retrieval)")
+    ap.add_argument("--rule-sup", type=float, default=0.0,
+                    help="weight of the attention supervision of rule answers: each answer letter attends "
+                         "to the query letter it comes from, in --rule-layer (head 0)")
+    ap.add_argument("--rule-layer", type=layer_index, default=5)
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
@@ -555,7 +621,7 @@ def main():
     t_seg = time.time()
     step0 = step
     cons_acc, cons_n = 0.0, 0
-    asup_acc, asup_n = [0.0] * 4, 0
+    asup_acc, asup_n = {}, 0
     last_save = last_eval = time.time()
     loss_acc, n_acc, tok_acc = 0.0, 0, 0
     model.train()
@@ -579,9 +645,11 @@ def main():
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
                                           cons_weight=args.cons_weight, isbind=isbind, links=links,
-                                          att_sup=args.att_sup, att_layers=args.att_layers)
+                                          att_sup=args.att_sup, att_layers=args.att_layers,
+                                          rule_sup=args.rule_sup, rule_layer=args.rule_layer)
         if asup is not None:
-            asup_acc = [u + w for u, w in zip(asup_acc, asup)]
+            for k_, v_ in asup.items():
+                asup_acc[k_] = asup_acc.get(k_, 0.0) + v_
             asup_n += 1
         if bacc is not None:
             bacc_ema = bacc if bacc_ema is None else 0.95 * bacc_ema + 0.05 * bacc
@@ -625,13 +693,13 @@ def main():
             log("step %d loss %.4f lr %.2e facts<=%d docqa_train_acc %.2f other_first_acc %.2f train_min %.1f tok/batch %d steps/s %.3f%s" % (
                 step, loss_acc / n_acc, lr, batcher.level, acc_ema, oacc_ema, done_s / 60, tok_acc // n_acc, n_acc / max(1e-9, el_prev(el)),
                 (" kv_cons %.4f" % (cons_acc / cons_n) if cons_n else "") +
-                (" att_nll q-ent %.2f v-ent %.2f a-val %.2f ident %.2f" % tuple(v / asup_n for v in asup_acc)
+                (" att_nll " + " ".join("%s %.2f" % (k_, v_ / asup_n) for k_, v_ in asup_acc.items())
                  if asup_n else "") +
                 (" bind_acc %.2f" % bacc_ema if bacc_ema is not None else "") +
                 (" bind_facts<=%d" % batcher.bind_level if batcher.bind_level is not None else "")))
             loss_acc, n_acc, tok_acc = 0.0, 0, 0
             cons_acc, cons_n = 0.0, 0
-            asup_acc, asup_n = [0.0] * 4, 0
+            asup_acc, asup_n = {}, 0
         if t1 - last_save > args.save_every * 60:
             save()
             last_save = time.time()
