@@ -2,16 +2,18 @@
 # Regenerate the embedded tiny DLM: held-out suite, tokenizer, fixtures, training
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
-#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7]]]]]
-#                                                              (default 151, 85, 100, 95, 65)
+#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7 [MINUTES8 [MINUTES9]]]]]]]
+#                                                      (default 151, 85, 100, 95, 65, 25, 60)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
 # MINUTES5, MINUTES6, MINUTES7: phases 5-7, rule/arith-heavy cycles that keep the BiCache terms
-# (docs/model.md, sixth to eighth runs); MINUTES5, MINUTES6 or MINUTES7 = 0 skips that phase.
+# (docs/model.md, sixth to eighth runs); MINUTES8, MINUTES9: phases 8-9, attention supervision of
+# docqa's retrieval circuit (docqa rows only) and then of docqa and rule in the full mix (ninth run);
+# MINUTES5..MINUTES9 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 min, ~496 min at 0.5-1
+# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 min, ~581 min at 0.5-1.5
 # step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
@@ -25,6 +27,8 @@ MIN4=${2:-85}
 MIN5=${3:-100}
 MIN6=${4:-95}
 MIN7=${5:-65}
+MIN8=${6:-25}
+MIN9=${7:-60}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -78,5 +82,23 @@ if [ "$MIN7" -gt 0 ]; then
     --bind-start 3 --bind-templates 0 --doc-q 8,14 --p-rule 0.5 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 \
     --iso-max 2 --cons-weight 10 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --eval-every 20 --eval-n 20 \
     2>&1 | tee -a "$LOG"
+fi
+# Phase 8 (resumes, new cycle, docqa rows only): attention supervision (train.py --att-sup): in layer 1
+# one head takes every answer slot to its question's entity and every fact value to its fact's
+# entity, a contrastive term makes that head's output name the entity, and in layer 3 the answer
+# slot attends to the asked value. Binding appears within minutes (docs/model.md "Ninth run").
+if [ "$MIN8" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN8" --new-cycle --lr 1e-3 --p-doc 1 --p-bind 0.5 --bind-start 3 \
+    --doc-q 8,14 --att-sup 1 --att-layers 1,3 --p-full 0.05 --eos-weight 0.05 --eval-every 100 \
+    2>&1 | tee -a "$LOG"
+fi
+# Phase 9 (resumes, new cycle): the eighth run's mix with that supervision kept on, plus rule
+# supervision (--rule-sup: in layer 5 each rule answer letter attends to the query letter it
+# comes from).
+if [ "$MIN9" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN9" --new-cycle --cycle-minutes 60 --lr 6e-4 --p-doc 0.6 --p-bind 0.3 \
+    --doc-q 8,14 --p-rule 0.5 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 \
+    --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 \
+    --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
 fi
 $PY tools/train/export.py --out models/tiny-llada.gguf

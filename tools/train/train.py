@@ -34,6 +34,8 @@ import format as fmt  # noqa: E402
 import suite  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
 
+N_LAYER = default_config(2)["n_layer"]
+
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
@@ -81,25 +83,23 @@ def q_range(text):
 
 def layer_pair(text):
     """argparse type of --att-layers: LA,LC with 0 <= LA <= LC < n_layer."""
-    n_layer = default_config(2)["n_layer"]
     try:
         la, lc = (int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError("expected LA,LC (two layer indices), got %r" % text)
-    if not 0 <= la <= lc < n_layer:
-        raise argparse.ArgumentTypeError("need 0 <= LA <= LC < %d, got %r" % (n_layer, text))
+    if not 0 <= la <= lc < N_LAYER:
+        raise argparse.ArgumentTypeError("need 0 <= LA <= LC < %d, got %r" % (N_LAYER, text))
     return la, lc
 
 
 def layer_index(text):
     """argparse type of --rule-layer: 0 <= L < n_layer."""
-    n_layer = default_config(2)["n_layer"]
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError("expected a layer index, got %r" % text)
-    if not 0 <= v < n_layer:
-        raise argparse.ArgumentTypeError("need 0 <= L < %d, got %r" % (n_layer, text))
+    if not 0 <= v < N_LAYER:
+        raise argparse.ArgumentTypeError("need 0 <= L < %d, got %r" % (N_LAYER, text))
     return v
 
 
