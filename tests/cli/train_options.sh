@@ -233,51 +233,22 @@ assert hist[-1] < 0.5 * hist[0], hist
 print("ok   --rule-sup term falls on a fixed batch of rule rows")
 EOF
 
-for opt in --rule-q --doc-q; do
-for bad in "5,3" "0,2" "four" "1,2,3"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" "$opt" "$bad" --minutes 0 2>&1); then
-    echo "FAIL $opt $bad accepted"; fail=1
-  elif grep -q "argument $opt: expected" <<<"$out"; then
-    echo "ok   $opt $bad refused: $(tail -1 <<<"$out")"
+# refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
+# "argument OPTION: PATTERN".
+refuse() {
+  local out
+  if out=$("$PY" "$SRC/tools/train/train.py" "$1" "$2" --minutes 0 2>&1); then
+    echo "FAIL $1 $2 accepted"; fail=1
+  elif grep -q "argument $1: $3" <<<"$out"; then
+    echo "ok   $1 $2 refused: $(tail -1 <<<"$out")"
   else
-    echo "FAIL $opt $bad: unexpected output: $out"; fail=1
+    echo "FAIL $1 $2: unexpected output: $out"; fail=1
   fi
+}
+for opt in --rule-q --doc-q --bind-q; do
+  for bad in "5,3" "0,2" "four" "1,2,3"; do refuse "$opt" "$bad" "expected"; done
 done
-done
-for bad in "7" "-1" "0,x"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" --bind-templates "$bad" --minutes 0 2>&1); then
-    echo "FAIL --bind-templates $bad accepted"; fail=1
-  elif grep -q "argument --bind-templates: \(template indices\|expected\)" <<<"$out"; then
-    echo "ok   --bind-templates $bad refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL --bind-templates $bad: unexpected output: $out"; fail=1
-  fi
-done
-for bad in "3,1" "0,8" "x" "1"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" --att-layers "$bad" --minutes 0 2>&1); then
-    echo "FAIL --att-layers $bad accepted"; fail=1
-  elif grep -q "argument --att-layers: \(need\|expected\)" <<<"$out"; then
-    echo "ok   --att-layers $bad refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL --att-layers $bad: unexpected output: $out"; fail=1
-  fi
-done
-for bad in "8" "-1" "x"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" --rule-layer "$bad" --minutes 0 2>&1); then
-    echo "FAIL --rule-layer $bad accepted"; fail=1
-  elif grep -q "argument --rule-layer: \(need\|expected\)" <<<"$out"; then
-    echo "ok   --rule-layer $bad refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL --rule-layer $bad: unexpected output: $out"; fail=1
-  fi
-done
-for bad in "2,1" "x"; do
-  if out=$("$PY" "$SRC/tools/train/train.py" --bind-q "$bad" --minutes 0 2>&1); then
-    echo "FAIL --bind-q $bad accepted"; fail=1
-  elif grep -q "argument --bind-q: expected" <<<"$out"; then
-    echo "ok   --bind-q $bad refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL --bind-q $bad: unexpected output: $out"; fail=1
-  fi
-done
+for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices\|expected\)"; done
+for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\)"; done
+for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
 exit $fail
