@@ -72,14 +72,13 @@ class Layer(nn.Module):
         # softmax in the compute dtype (bf16 under autocast): keeps the [B,H,T,T]
         # buffers small (glibc mmaps+faults every tensor > 32 MB on each step)
         att = torch.softmax(att, dim=-1).to(v.dtype)
-        if att_take is not None:
-            # attention supervision (training only): probabilities att[b, h, q, k] of the given
-            # (row, head, query, key) index tensors [N] each
-            hh, bb, qq, kk = att_take
-            att_out.append(att[bb, hh, qq, kk].float())
         o = torch.matmul(att, v)  # [B,H,T,hd]
         if att_take is not None:
-            att_out.append(o[bb, hh, qq].float())  # [N,hd]: those heads' outputs at those queries
+            # attention supervision (training only): the probabilities att[b, h, q, k] [N] at the
+            # given (head, row, query, key) index tensors, and those heads' outputs [N,hd] there
+            hh, bb, qq, kk = att_take
+            att_out.append(att[bb, hh, qq, kk].float())
+            att_out.append(o[bb, hh, qq].float())
         o = o.transpose(1, 2).reshape(B, T, self.H * self.hd)
         x = x + self.wo(o)
         h = self.ffn_norm(x)

@@ -180,7 +180,7 @@ class Batcher:
                 outs.append(p)
             prev = outs[-1] + 1 if outs else a + 1
             ys = [self.letter_ids[ids[p]] for p in outs]
-            if ys and len(ys) == len(xs) and ys == [chr((ord(c) - 97 + 1) % 26 + 97) for c in xs]:
+            if ys and len(ys) == len(xs) and ys == suite.RULES["shift"](xs):
                 links += [(o, s_) for o, s_ in zip(outs, src)]
             elif ys and all(y in xs for y in ys):
                 links += [(o, src[xs.index(y)]) for o, y in zip(outs, ys)]
@@ -338,7 +338,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         kv, kvl = [], iso_max + 1
     # attention supervision: segments (name, layer, head, rows, queries, keys), gathered per layer
     segs = []
-    fe_ids = None
+    doc_rows, fe_ids = None, None
     if links is not None and (att_sup > 0 or rule_sup > 0):
         la, lc = att_layers
         doc = [(b, lk) for b in range(B) if not bool(full[b]) for lk in links[b] if len(lk) == 4]
@@ -349,7 +349,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
             # one head for both gatherings ("the nearest name before me"), so the answer slot and
             # the value carry the entity through the same OV map and layer LC matches like with like
             segs += [("q-ent", la, 0, bb, a, q), ("v-ent", la, 0, bb, fv, fe), ("a-val", lc, 0, bb, a, fv)]
-            fe_ids = ids[bb, fe]  # [nl] the entity token of each asked fact
+            doc_rows, fe_ids = bb, ids[bb, fe]  # [nl] the row and the entity token of each asked fact
         if rule_sup > 0 and rul:
             bb = torch.tensor([b for b, _ in rul])
             o, src = (torch.tensor([lk[j] for _, lk in rul]) for j in range(2))
@@ -421,8 +421,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
         # row, to the output at its own fact's value.
         ua, uv = F.normalize(part("q-ent", outs), dim=-1), F.normalize(part("v-ent", outs), dim=-1)
         sim = ua @ uv.T / 0.1  # [nl,nl]
-        rowb = take[where["q-ent"][0]][1][where["q-ent"][1]:where["q-ent"][2]]
-        sim = sim.masked_fill(rowb[:, None] != rowb[None, :], float("-inf"))
+        sim = sim.masked_fill(doc_rows[:, None] != doc_rows[None, :], float("-inf"))
         same_ent = fe_ids[:, None] == fe_ids[None, :]  # values of the same entity (same row) are positives
         lse_all = torch.logsumexp(sim, dim=1)
         lse_pos = torch.logsumexp(sim.masked_fill(~same_ent, float("-inf")), dim=1)
