@@ -5,7 +5,8 @@
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
-# are learnable.
+# are learnable; --p-drill / --drill-q (arithmetic drill rows) and --p-named (rule rows that name
+# their rule).
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -127,6 +128,62 @@ assert seen == {"docqa", "docqa-bind"}, seen
 print("ok   --bind-q 1,1 -> bind rows carry one masked answer, docqa rows keep --doc-q")
 EOF
 
+# --p-drill / --p-named: the training-only rows. A drill row asks --drill-q single arithmetic steps
+# and answers each in arith's format with the right result; a named rule row's instruction names a
+# rule that maps every one of its examples; neither kind appears without the flag.
+"$PY" - "$SRC" <<'EOF' || fail=1
+import re
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import bpe
+import suite
+import train
+
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+OPS = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}
+b = train.Batcher(tok, 21, set(), 32)
+b.p_doc, b.p_rule, b.p_drill, b.drill_q = 0.0, 0.0, 0.5, (9, 9)
+kinds, steps = set(), 0
+for _ in range(30):
+    ids, _, first, plen, fam, links = b.sample(0.0)
+    kinds.add(fam)
+    if fam != "arith-drill":
+        continue
+    assert sum(first) == 9 and not links, (sum(first), links)
+    text = tok.decode(ids, skip_special=True)
+    qa = re.findall(r"What is (\d+) ([-+*]) (\d+)\?\s*(\d+) ([-+*]) (\d+) = (\d+)\. #### (\d+)", text)
+    assert len(qa) == 9, text
+    for x, op, y, x2, op2, y2, r, r2 in qa:
+        assert (x, op, y) == (x2, op2, y2) and r == r2, (x, op, y, x2, op2, y2, r, r2)
+        assert OPS[op](int(x), int(y)) == int(r) and 0 <= int(r) <= 99, (x, op, y, r)
+        steps += 1
+assert kinds == {"arith", "arith-drill"}, kinds
+print("ok   --p-drill 0.5 -> arith and drill rows; %d drill steps, each answered right" % steps)
+
+b = train.Batcher(tok, 22, set(), 32)
+b.p_doc, b.p_rule, b.p_named = 0.0, 1.0, 0.5
+kinds, named = set(), 0
+for _ in range(30):
+    ids, _, first, plen, fam, links = b.sample(0.0)
+    kinds.add(fam)
+    prefix = tok.decode(ids[:plen], skip_special=True)
+    m = re.search(r"applies the rule (\w+)\.", prefix)
+    assert (m is not None) == (fam == "rule-named"), (fam, prefix)
+    if m:
+        ex = re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)", prefix)
+        f = suite.RULES[m.group(1)]
+        assert ex and all(" ".join(f(i.split())) == o.strip() for i, o in ex), (m.group(1), ex)
+        assert links, "named rule rows keep the --rule-sup links"
+        named += 1
+assert kinds == {"rule", "rule-named"}, kinds
+print("ok   --p-named 0.5 -> %d named rule rows, each naming the rule its examples follow" % named)
+
+b = train.Batcher(tok, 23, set(), 32)
+b.p_doc = 0.3
+assert {b.sample(0.0)[4] for _ in range(40)} <= {"docqa", "docqa-bind", "rule", "arith"}
+print("ok   without the flags no drill or named rows")
+EOF
+
 # docqa_links (the positions --att-sup supervises): one link per docqa question; its fact is the
 # prefix sentence holding the asked entity and the answer value, its entity the one the question
 # names; rule and arith rows have none.
@@ -245,10 +302,13 @@ refuse() {
     echo "FAIL $1 $2: unexpected output: $out"; fail=1
   fi
 }
-for opt in --rule-q --doc-q --bind-q; do
+for opt in --rule-q --doc-q --bind-q --drill-q; do
   for bad in "5,3" "0,2" "four" "1,2,3"; do refuse "$opt" "$bad" "expected"; done
 done
 for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices\|expected\)"; done
 for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\)"; done
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
+for opt in --p-drill --p-named; do
+  for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
+done
 exit $fail

@@ -132,6 +132,7 @@ RULES = {
     "swap": _swap,
 }
 RULE_NAMES = list(RULES)
+RULE_NAMED_INSTR = "Each example applies the rule %s. Apply it to the new input."
 RULE_INSTR = [
     "Each example applies the same hidden rule. Apply it to the new input.",
     "Find the rule from the examples and use it on the new input.",
@@ -226,14 +227,18 @@ def _letters(rng, lo, hi):
     return rng.sample(LETTERS, rng.randint(lo, hi))
 
 
-def rule_group(rng, k, n_q, heldout, n_preamble=0):
+def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False):
+    """named (training only): the instruction names the rule (RULE_NAMED_INSTR), so the row
+    teaches applying a known transformation apart from telling which one the examples show."""
     name = rng.choice(RULE_NAMES)
     f = RULES[name]
     lines = []
     for _ in range(k):
         x = _letters(rng, 3, 6)
         lines.append("input: " + " ".join(x) + " -> output: " + " ".join(f(x)))
-    prefix = _preamble(rng, n_preamble) + rng.choice(RULE_INSTR) + "\n" + "\n".join(lines)
+    pre = _preamble(rng, n_preamble)
+    instr = (RULE_NAMED_INSTR % name) if named else rng.choice(RULE_INSTR)
+    prefix = pre + instr + "\n" + "\n".join(lines)
     qs = []
     tries = 0
     while len(qs) < n_q and tries < 1000:
@@ -312,6 +317,49 @@ def arith_group(rng, k, n_q, heldout, n_preamble=0):
 
 
 # ----------------------------------------------------------------------------
+# arithmetic drill (training only): the single steps arith answers chain, without a word problem
+
+ARITH_DRILL_INSTR = "Work out each step."
+
+
+def arith_step(rng):
+    """One step of the kinds arith_problem chains, results in 0..99: (x, op, y, result)."""
+    op = rng.choice("+-*")
+    if op == "+":
+        x = rng.randint(0, 98)
+        y = rng.randint(1, min(20, 99 - x))
+        return x, op, y, x + y
+    if op == "-":
+        x = rng.randint(1, 99)
+        y = rng.randint(1, min(20, x))
+        return x, op, y, x - y
+    if rng.random() < 0.5:  # boxes times the box size
+        y = rng.randint(2, 9)
+        x = rng.randint(1, max(1, min(9, 99 // y)))
+    else:  # doubles, triples, grows four times
+        x = rng.randint(1, 49)
+        y = rng.randint(2, min(4, 99 // x))
+    return x, op, y, x * y
+
+
+def arith_drill_group(rng, n_q, heldout, n_preamble=0):
+    """n_q questions "What is X op Y?", each answered in arith's answer format (the step, then the
+    marker and the number): one row holds n_q arithmetic facts where an arith row holds ~2 per
+    question and chains them (a masked result is often visible as the next step's operand)."""
+    prefix = _preamble(rng, n_preamble) + ARITH_DRILL_INSTR
+    qs = []
+    tries = 0
+    while len(qs) < n_q and tries < 1000:
+        tries += 1
+        x, op, y, r = arith_step(rng)
+        p = "What is %d %s %d?" % (x, op, y)
+        if is_heldout_question(p) != heldout:
+            continue
+        qs.append((p, "%d %s %d = %d. #### %d" % (x, op, y, r, r)))
+    return prefix, qs
+
+
+# ----------------------------------------------------------------------------
 # group generation (used by both train and held-out)
 
 def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None, n_attrs=None,
@@ -329,6 +377,11 @@ def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=No
         return p, qs
     if family == "arith":
         return arith_group(rng, rng.randint(2, 4), n_q, heldout, n_preamble)
+    if family == "rule-named":
+        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble, named=True)
+        return p, qs
+    if family == "arith-drill":
+        return arith_drill_group(rng, n_q, heldout, n_preamble)
     raise ValueError(family)
 
 

@@ -81,6 +81,17 @@ def q_range(text):
     return lo, hi
 
 
+def share(text):
+    """argparse type of --p-named / --p-drill: a share in [0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a share in [0, 1], got %r" % text)
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError("expected a share in [0, 1], got %r" % text)
+    return v
+
+
 def layer_pair(text):
     """argparse type of --att-layers: LA,LC with 0 <= LA <= LC < n_layer."""
     try:
@@ -194,6 +205,9 @@ class Batcher:
     bind_q = None  # questions per binding row (None: doc_q)
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
+    p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
+    p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
+    drill_q = (12, 16)  # questions per drill row
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
 
     def facts_range(self, prog):
@@ -228,15 +242,21 @@ class Batcher:
         elif fam == "rule":
             nq = self.rng.randint(*self.rule_q)
             facts = (3, 8)
+            if self.p_named > 0 and self.rng.random() < self.p_named:
+                fam = "rule-named"
         else:
             nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
-        prefix, qs = self.ts.group(fam.split("-")[0], nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
+            if self.p_drill > 0 and self.rng.random() < self.p_drill:
+                fam = "arith-drill"
+                nq = self.rng.randint(*self.drill_q)
+        gen_fam = "docqa" if fam.startswith("docqa") else fam
+        prefix, qs = self.ts.group(gen_fam, nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
                                    templates=templates)
         ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen)
         if fam.startswith("docqa"):
             links = self.docqa_links(ids, first, plen)
-        elif fam == "rule":
+        elif fam.startswith("rule"):
             links = self.rule_links(ids, first, plen)
         else:
             links = []
@@ -535,6 +555,11 @@ def main():
     ap.add_argument("--rule-layer", type=layer_index, default=5)
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
+    ap.add_argument("--p-named", type=share, default=0.0,
+                    help="share of the rule rows whose instruction names the rule (applying a known rule)")
+    ap.add_argument("--p-drill", type=share, default=0.0,
+                    help="share of the arith rows that are arithmetic drills (single steps, no word problem)")
+    ap.add_argument("--drill-q", type=q_range, default=(12, 16), help="LO,HI questions per drill row")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -600,6 +625,7 @@ def main():
     batcher.p_doc = args.p_doc
     batcher.p_rule = args.p_rule
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
+    batcher.p_named, batcher.p_drill, batcher.drill_q = args.p_named, args.p_drill, args.drill_q
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
     batcher.bind_templates = args.bind_templates
