@@ -2,18 +2,19 @@
 # Regenerate the embedded tiny DLM: held-out suite, tokenizer, fixtures, training
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
-#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7 [MINUTES8 [MINUTES9]]]]]]]
-#                                                      (default 151, 85, 100, 95, 65, 25, 60)
+#   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7 [MINUTES8 [MINUTES9
+#                             [MINUTES10 [MINUTES11]]]]]]]]]   (default 151, 85, 100, 95, 65, 25, 60, 27, 81)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
 # MINUTES5, MINUTES6, MINUTES7: phases 5-7, rule/arith-heavy cycles that keep the BiCache terms
 # (docs/model.md, sixth to eighth runs); MINUTES8, MINUTES9: phases 8-9, attention supervision of
 # docqa's retrieval circuit (docqa rows only) and then of docqa and rule in the full mix (ninth run);
-# MINUTES5..MINUTES9 = 0 skips that phase.
+# MINUTES10, MINUTES11: phases 10-11, more arith rows, then arithmetic drill rows and rule rows that
+# name their rule (tenth run); MINUTES5..MINUTES11 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 min, ~581 min at 0.5-1.5
+# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 + 27 + 81 min, ~689 min at 0.4-1.5
 # step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
@@ -29,6 +30,8 @@ MIN6=${4:-95}
 MIN7=${5:-65}
 MIN8=${6:-25}
 MIN9=${7:-60}
+MIN10=${8:-27}
+MIN11=${9:-81}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -100,5 +103,21 @@ if [ "$MIN9" -gt 0 ]; then
     --doc-q 8,14 --p-rule 0.5 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 \
     --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 \
     --eos-weight 0.05 --eval-every 15 --eval-n 20 2>&1 | tee -a "$LOG"
+fi
+# Phase 10 (resumes, new cycle): the same supervision with more arith rows (35% docqa, rule 30% of
+# the rest), docs/model.md "Tenth run".
+if [ "$MIN10" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN10" --new-cycle --cycle-minutes 27 --lr 4e-4 --p-doc 0.35 --p-bind 0.3 \
+    --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 \
+    --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 \
+    --eos-weight 0.05 2>&1 | tee -a "$LOG"
+fi
+# Phase 11 (resumes, new cycle of 95 min, stopped at 81 when it had flattened): 40% of the arith rows
+# are drills of 12-16 single steps (--p-drill), half the rule rows name their rule (--p-named).
+if [ "$MIN11" -gt 0 ]; then
+  $PY tools/train/train.py --minutes "$MIN11" --new-cycle --cycle-minutes 95 --lr 4e-4 --p-doc 0.35 --p-bind 0.3 \
+    --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6 --p-drill 0.4 --drill-q 12,16 \
+    --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 \
+    --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 2>&1 | tee -a "$LOG"
 fi
 $PY tools/train/export.py --out models/tiny-llada.gguf
