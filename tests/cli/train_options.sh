@@ -5,7 +5,7 @@
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
-# are learnable; --p-drill / --drill-q (arithmetic drill rows) and --p-named (rule rows that name
+# are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q (arithmetic drill rows) and --p-named (rule rows that name
 # their rule).
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
@@ -288,6 +288,52 @@ for step in range(30):
 print("     %-24s nll %.2f -> %.2f" % ("rule letter->source", hist[0], hist[-1]))
 assert hist[-1] < 0.5 * hist[0], hist
 print("ok   --rule-sup term falls on a fixed batch of rule rows")
+EOF
+
+# The entity-identity term of --att-sup measures what it is meant to: on the committed model
+# (trained with it: its layer-1 gathering head's output names the entity read) it is near 0; on a
+# fresh model, whose head outputs do not tell entities apart, it is log(values / same-entity
+# values) ~1. (A fresh small model cannot show the term *training*: its head's outputs for
+# different entities have cosine 0.99-1.00, docs/model.md.)
+"$PY" - "$SRC" <<'EOF' || fail=1
+import sys
+import torch
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+sys.path.insert(0, sys.argv[1] + "/tools/gguf_py")
+import bpe
+import train
+import import_gguf  # after train: its tools/gguf_py export.py must come first on the path
+from model import LLaDA, default_config
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+cfg = default_config(tok.n_vocab)
+b = train.Batcher(tok, 31, set(), 32)
+b.p_doc, b.level, b.doc_q = 1.0, 12, (6, 8)
+ids, is_ans, valid, first, isdoc, plen, isbind, links = b.batch(6, 0.0)
+
+
+def parts(m):
+    with torch.no_grad():
+        out = train.diffusion_loss(m, ids, is_ans, valid, tok.special["<|mask|>"], torch.Generator().manual_seed(0),
+                                   p_full=0.0, first=first, isdoc=isdoc, isbind=isbind, plen=plen, links=links,
+                                   att_sup=1.0, att_layers=(1, 3))
+    return out[-1]
+
+
+trained = LLaDA(cfg)
+missing, unexpected = trained.load_state_dict(
+    import_gguf.state_dict_from_gguf(sys.argv[1] + "/models/tiny-llada.gguf", cfg), strict=False)
+assert not unexpected and all(k.endswith("inv_freq") for k in missing), (missing, unexpected)
+fresh = LLaDA(cfg)
+pt, pf = parts(trained), parts(fresh)
+print("     committed model: %s" % {k: round(v, 3) for k, v in pt.items()})
+print("     fresh model:     %s" % {k: round(v, 3) for k, v in pf.items()})
+assert pt["ident"] < 0.2 and pf["ident"] > 0.5, (pt, pf)
+assert pt["q-ent"] < 0.2 and pt["a-val"] < 0.5 and pf["q-ent"] > 2.0, (pt, pf)
+print("ok   --att-sup terms: near 0 on the committed model (ident %.3f), high on a fresh one (ident %.3f)"
+      % (pt["ident"], pf["ident"]))
 EOF
 
 # refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
