@@ -5,8 +5,8 @@
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
-# are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q (arithmetic drill rows) and --p-named (rule rows that name
-# their rule).
+# are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q
+# (arithmetic drill rows) and --p-named (rule rows that name their rule).
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -299,10 +299,9 @@ EOF
 import sys
 import torch
 sys.path.insert(0, sys.argv[1] + "/tools/train")
-sys.path.insert(0, sys.argv[1] + "/tools/gguf_py")
 import bpe
+import import_gguf
 import train
-import import_gguf  # after train: its tools/gguf_py export.py must come first on the path
 from model import LLaDA, default_config
 
 torch.manual_seed(0)
@@ -322,10 +321,7 @@ def parts(m):
     return out[-1]
 
 
-trained = LLaDA(cfg)
-missing, unexpected = trained.load_state_dict(
-    import_gguf.state_dict_from_gguf(sys.argv[1] + "/models/tiny-llada.gguf", cfg), strict=False)
-assert not unexpected and all(k.endswith("inv_freq") for k in missing), (missing, unexpected)
+trained = import_gguf.model_from_gguf(sys.argv[1] + "/models/tiny-llada.gguf", cfg)
 fresh = LLaDA(cfg)
 pt, pf = parts(trained), parts(fresh)
 print("     committed model: %s" % {k: round(v, 3) for k, v in pt.items()})

@@ -9,6 +9,7 @@ from its GGUF: weights are read back (bf16 -> float32, exact), the llama.cpp Q/K
 undone, the optimizer state starts empty (AdamW moments rebuild within a few dozen steps).
 """
 import argparse
+import importlib.util
 import os
 import sys
 
@@ -23,8 +24,17 @@ import bpe  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
 
 
+def _gguf_export():
+    """tools/gguf_py/export.py, loaded by path: tools/train has an export.py of its own, so a plain
+    `import export` depends on which of the two directories is first on sys.path."""
+    spec = importlib.util.spec_from_file_location("gguf_py_export", os.path.join(ROOT, "tools", "gguf_py", "export.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def state_dict_from_gguf(path, cfg):
-    from export import unpermute_qk  # tools/gguf_py/export.py
+    unpermute_qk = _gguf_export().unpermute_qk
     from gguf_reader import GGUFReader
     r = GGUFReader(path)
     assert r.kv.get("general.architecture") == "llada", "not a llada GGUF: %s" % path
@@ -45,6 +55,16 @@ def state_dict_from_gguf(path, cfg):
     return {k: torch.from_numpy(v.copy()).float() for k, v in sd.items()}
 
 
+def model_from_gguf(path, cfg):
+    """A trainer LLaDA with the GGUF's weights (every parameter read; the RoPE frequencies are
+    computed, not stored)."""
+    model = LLaDA(cfg)
+    missing, unexpected = model.load_state_dict(state_dict_from_gguf(path, cfg), strict=False)
+    assert not unexpected, unexpected
+    assert all(k.endswith("inv_freq") for k in missing), missing
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", default=os.path.join(ROOT, "models", "tiny-llada.gguf"))
@@ -56,11 +76,7 @@ def main():
     args = ap.parse_args()
     tok = bpe.Tokenizer.load(args.tokenizer)
     cfg = default_config(tok.n_vocab)
-    model = LLaDA(cfg)
-    sd = state_dict_from_gguf(args.gguf, cfg)
-    missing, unexpected = model.load_state_dict(sd, strict=False)
-    assert not unexpected, unexpected
-    assert all(k.endswith("inv_freq") for k in missing), missing
+    model = model_from_gguf(args.gguf, cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": args.step,

@@ -27,14 +27,11 @@ from model import LLaDA, default_config  # noqa: E402
 
 def load(args, tok):
     if args.gguf:
-        from import_gguf import state_dict_from_gguf
-        cfg = default_config(tok.n_vocab)
-        sd = state_dict_from_gguf(args.gguf, cfg)
-    else:
-        ck = torch.load(args.ckpt)
-        cfg, sd = ck["config"], ck["model"]
-    m = LLaDA(cfg)
-    m.load_state_dict(sd)
+        from import_gguf import model_from_gguf
+        return model_from_gguf(args.gguf, default_config(tok.n_vocab)).eval()
+    ck = torch.load(args.ckpt)
+    m = LLaDA(ck["config"])
+    m.load_state_dict(ck["model"])
     return m.eval()
 
 

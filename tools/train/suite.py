@@ -150,6 +150,19 @@ def is_heldout_question(prompt):
     return stable_hash(prompt) % 10 == 0
 
 
+def _questions(draw, n_q, heldout):
+    """Up to n_q (prompt, answer) pairs from draw() whose prompt is in the requested split (1000
+    draws at most)."""
+    qs = []
+    for _ in range(1000):
+        if len(qs) == n_q:
+            break
+        p, a = draw()
+        if is_heldout_question(p) == heldout:
+            qs.append((p, a))
+    return qs
+
+
 def _preamble(rng, n):
     if n <= 0:
         return ""
@@ -239,16 +252,12 @@ def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False):
     pre = _preamble(rng, n_preamble)
     instr = (RULE_NAMED_INSTR % name) if named else rng.choice(RULE_INSTR)
     prefix = pre + instr + "\n" + "\n".join(lines)
-    qs = []
-    tries = 0
-    while len(qs) < n_q and tries < 1000:
-        tries += 1
+
+    def draw():
         x = _letters(rng, 3, 6)
-        p = "input: " + " ".join(x) + " -> output:"
-        if is_heldout_question(p) != heldout:
-            continue
-        qs.append((p, " ".join(f(x))))
-    return prefix, qs, name
+        return "input: " + " ".join(x) + " -> output:", " ".join(f(x))
+
+    return prefix, _questions(draw, n_q, heldout), name
 
 
 # ----------------------------------------------------------------------------
@@ -305,15 +314,7 @@ def arith_group(rng, k, n_q, heldout, n_preamble=0):
         p, a = arith_problem(rng, box)
         lines.append("Question: " + p + "\nAnswer: " + a)
     prefix = _preamble(rng, n_preamble) + "\n".join(lines)
-    qs = []
-    tries = 0
-    while len(qs) < n_q and tries < 1000:
-        tries += 1
-        p, a = arith_problem(rng, box)
-        if is_heldout_question(p) != heldout:
-            continue
-        qs.append((p, a))
-    return prefix, qs
+    return prefix, _questions(lambda: arith_problem(rng, box), n_q, heldout)
 
 
 # ----------------------------------------------------------------------------
@@ -347,16 +348,12 @@ def arith_drill_group(rng, n_q, heldout, n_preamble=0):
     marker and the number): one row holds n_q arithmetic facts where an arith row holds ~2 per
     question and chains them (a masked result is often visible as the next step's operand)."""
     prefix = _preamble(rng, n_preamble) + ARITH_DRILL_INSTR
-    qs = []
-    tries = 0
-    while len(qs) < n_q and tries < 1000:
-        tries += 1
+
+    def draw():
         x, op, y, r = arith_step(rng)
-        p = "What is %d %s %d?" % (x, op, y)
-        if is_heldout_question(p) != heldout:
-            continue
-        qs.append((p, "%d %s %d = %d. #### %d" % (x, op, y, r, r)))
-    return prefix, qs
+        return "What is %d %s %d?" % (x, op, y), "%d %s %d = %d. #### %d" % (x, op, y, r, r)
+
+    return prefix, _questions(draw, n_q, heldout)
 
 
 # ----------------------------------------------------------------------------
@@ -372,14 +369,11 @@ def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=No
         if no_instr is None:
             no_instr = nf <= 3 and rng.random() < 0.5
         return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr, n_attrs, templates)
-    if family == "rule":
-        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble)
+    if family in ("rule", "rule-named"):
+        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble, named=family == "rule-named")
         return p, qs
     if family == "arith":
         return arith_group(rng, rng.randint(2, 4), n_q, heldout, n_preamble)
-    if family == "rule-named":
-        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble, named=True)
-        return p, qs
     if family == "arith-drill":
         return arith_drill_group(rng, n_q, heldout, n_preamble)
     raise ValueError(family)
