@@ -33,6 +33,8 @@ TEST(PreTokenizer, NamesAndAliases) {
   EXPECT_EQ(PreTokenizer("llama3").kind(), "llama3");
   EXPECT_EQ(PreTokenizer("llada").kind(), "llama3");
   EXPECT_EQ(PreTokenizer("qwen2").kind(), "qwen2");
+  EXPECT_EQ(PreTokenizer("gpt2-digits").kind(), "gpt2-digits");
+  EXPECT_FALSE(PreTokenizer("gpt2-digits").ignore_merges());
   EXPECT_TRUE(PreTokenizer("llama-bpe").ignore_merges());
   EXPECT_FALSE(PreTokenizer("qwen2").ignore_merges());
   try {
@@ -57,6 +59,19 @@ TEST(PreTokenizer, Gpt2) {
   EXPECT_EQ(Split("gpt2", "a \nb"), (Pieces{"a", " ", "\n", "b"}));
   // \p{L} is Unicode-aware (UCP); "$" is not a letter so it stands alone.
   EXPECT_EQ(Split("gpt2", "$hello 日本語 café"), (Pieces{"$", "hello", " 日本語", " café"}));
+}
+
+TEST(PreTokenizer, Gpt2Digits) {
+  // As GPT-2 but one digit per piece; a space before a number stays on its first digit, and
+  // digits after letters or punctuation start a piece of their own.
+  EXPECT_EQ(Split("gpt2-digits", "63 - 4 = 59. #### 105"),
+            (Pieces{"6", "3", " -", " 4", " =", " 5", "9", ".", " ####", " 1", "0", "5"}));
+  EXPECT_EQ(Split("gpt2-digits", "x12 3.14"), (Pieces{"x", "1", "2", " 3", ".", "1", "4"}));
+  // Everything without digits splits exactly as GPT-2 does.
+  for (const char* text : {"Hello world's foo!!  bar\n\n baz", "I'VE apples,\n\n  ok  \n",
+                           "$hello 日本語 café", "input: k m v -> output: m v k"}) {
+    EXPECT_EQ(Split("gpt2-digits", text), Split("gpt2", text)) << text;
+  }
 }
 
 TEST(PreTokenizer, Llama3) {
@@ -86,7 +101,7 @@ TEST(PreTokenizer, Qwen2) {
 }
 
 TEST(PreTokenizer, InvalidUtf8BytesBecomeTheirOwnPieces) {
-  for (const char* pre : {"gpt2", "llama3", "qwen2"}) {
+  for (const char* pre : {"gpt2", "gpt2-digits", "llama3", "qwen2"}) {
     EXPECT_EQ(Split(pre, "ab\xFF" "cd"), (Pieces{"ab", "\xFF", "cd"})) << pre;
     EXPECT_EQ(Split(pre, "\xC3"), (Pieces{"\xC3"})) << pre;
   }

@@ -14,6 +14,12 @@ namespace {
 constexpr const char* kGpt2 =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// "gpt2-digits" (bicache's tiny model since its twelfth run; no llama.cpp converter writes it):
+// the GPT-2 pattern with every digit its own piece, a leading space kept on the first digit, so
+// " 63" is " 6" + "3". Arithmetic then works on digits instead of one token per number.
+constexpr const char* kGpt2Digits =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
 // LLaMA-3 (tokenizer.json of Meta-Llama-3): case-insensitive contractions; letters may take one
 // leading non-letter/non-digit/non-newline char; digits in groups of 1-3; punctuation runs with
 // an optional leading space absorb following newlines; newline runs keep their leading spaces.
@@ -36,6 +42,8 @@ struct Choice {
 bool Lookup(std::string_view pre, Choice* c) {
   if (pre == "default" || pre == "gpt2" || pre == "gpt-2") {
     *c = {"gpt2", kGpt2, false};
+  } else if (pre == "gpt2-digits") {
+    *c = {"gpt2-digits", kGpt2Digits, false};
   } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "llada") {
     *c = {"llama3", kLlama3, true};
   } else if (pre == "qwen2" || pre == "dream") {
@@ -58,8 +66,8 @@ PreTokenizer::PreTokenizer(std::string_view pre) {
   if (!Lookup(pre, &c)) {
     throw Error(ErrorKind::kUnsupported,
                 "tokenizer.ggml.pre '" + std::string(pre) +
-                    "' is not a supported pre-tokenizer (supported: default, gpt2, llama-bpe, "
-                    "llama3, llada, qwen2)");
+                    "' is not a supported pre-tokenizer (supported: default, gpt2, gpt2-digits, "
+                    "llama-bpe, llama3, llada, qwen2)");
   }
   kind_ = c.kind;
   pattern_ = c.pattern;

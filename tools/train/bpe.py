@@ -27,6 +27,11 @@ import json
 import regex as re
 
 GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# "gpt2-digits": the GPT-2 pattern with every digit its own piece (a leading space stays attached
+# to the first digit), so " 63" is " 6" + "3" and arithmetic works on digits instead of on one
+# token per number. Same vocabulary and merges as "gpt2"; merges that join digits never apply.
+GPT2_DIGITS_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+PATTERNS = {"gpt2": GPT2_PAT, "gpt2-digits": GPT2_DIGITS_PAT}
 SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|eot|>", "<|mask|>", "<|system|>", "<|user|>", "<|assistant|>"]
 
 
@@ -44,11 +49,11 @@ def bytes_to_unicode():
 
 BYTE_ENC = bytes_to_unicode()
 BYTE_DEC = {v: k for k, v in BYTE_ENC.items()}
-_pat = re.compile(GPT2_PAT)
+_compiled = {name: re.compile(p) for name, p in PATTERNS.items()}
 
 
-def pretokenize(text):
-    return _pat.findall(text)
+def pretokenize(text, pre="gpt2"):
+    return _compiled[pre].findall(text)
 
 
 def train_bpe(texts, vocab_size=2048, min_freq=2):
@@ -126,6 +131,9 @@ class Tokenizer:
         self.ranks = {tuple(m.split(" ")): i for i, m in enumerate(d["merges"])}
         self.special = d["special"]
         self.specials = list(self.special)
+        self.pre = d.get("pre", "gpt2")
+        if self.pre not in PATTERNS:
+            raise ValueError("tokenizer pre-tokenizer %r is not one of %s" % (self.pre, sorted(PATTERNS)))
         self.cache = {}
         for k, v in self.special.items():
             setattr(self, k.strip("<|>") + "_id", v)
@@ -174,7 +182,7 @@ class Tokenizer:
             if allow_special and c in self.special:
                 ids.append(self.special[c])
                 continue
-            for p in pretokenize(c):
+            for p in pretokenize(c, self.pre):
                 ids += self._bpe("".join(BYTE_ENC[b] for b in p.encode("utf-8")))
         return ids
 

@@ -24,7 +24,7 @@ import format as fmt  # noqa: E402
 def gguf_tokenizer(tok_json):
     sp = tok_json["special"]
     return {
-        "pre": "gpt2",
+        "pre": tok_json.get("pre", "gpt2"),
         "tokens": tok_json["tokens"],
         "token_type": tok_json["token_types"],
         "merges": tok_json["merges"],

@@ -23,19 +23,31 @@ TEXTS = [
     "text with <|mask|><|mask|> inside", "<|eos|><|eos|><|pad|>", "a<|eot|>b", "<|user|>", "<|unknown|> not special",
     "punctuation!!! ??? ... ---", "x" * 40, "mixed CASE Words And 99 bottles", "\u00a0nbsp and \u200bzero width",
     " teal", " Accra", " 99 ##### 7",
+    "Answer: 7 * 9 = 63. 63 - 4 = 59. #### 59", "x12 3.14 007 -5 (42)", "What is 105 + 17?",
 ]
 
 
-def main():
-    tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
+def encode_all(tok):
     fx = []
     for t in TEXTS:
         ids = tok.encode(t)
         assert tok.decode(ids) == t, t
         fx.append({"text": t, "ids": ids})
+    return fx
+
+
+def main():
+    tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
+    fx = encode_all(tok)
+    # The same vocabulary and merges under every other pre-tokenizer bpe.py knows, so the C++
+    # side is checked on the pattern a model trained with that variant would use.
+    by_pre = {}
+    for pre in sorted(bpe.PATTERNS):
+        if pre != tok.pre:
+            by_pre[pre] = encode_all(bpe.Tokenizer(dict(tok.d, pre=pre)))
     out = {"tokenizer": "tools/train/tokenizer.json (same vocab as models/tiny-llada.gguf)",
-           "n_vocab": tok.n_vocab, "special": tok.special, "gen_length": fmt.GEN_LENGTH,
-           "fixtures": fx}
+           "pre": tok.pre, "n_vocab": tok.n_vocab, "special": tok.special,
+           "gen_length": fmt.GEN_LENGTH, "fixtures": fx, "fixtures_by_pre": by_pre}
     path = os.path.join(ROOT, "tests", "data", "tokenizer_fixtures.json")
     with open(path, "w") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
