@@ -5,8 +5,9 @@ hash puts them in the held-out split, fresh prefixes):
 - rule application when the instruction names the rule (`--p-named` rows) against the few-shot
   rule task of the suite (the rule only shown), one question per request, greedy low-confidence
   decoding (gen 32, steps 32, block 32): exact-match counts per rule;
-- arithmetic drill steps (`--p-drill` rows) under teacher forcing: both result tokens of every
-  answer ("X op Y = R. #### R") masked, the rest of the row visible; the share of results predicted.
+- arithmetic drill steps (`--p-drill` rows) under teacher forcing: both results of every answer
+  ("X op Y = R. #### R", all of each result's tokens) masked, the rest of the row visible; the
+  share of results predicted in full.
 
   python3 tools/train/probe_skills.py [--ckpt tools/train/ckpt/latest.pt] [--n 48] [--threads 2]
 """
@@ -43,18 +44,39 @@ def rule_probe(model, tok, n, seed):
     return res
 
 
+def result_spans(tok, ids, is_ans):
+    """[(row, start, end)] of every result in the answers: the tokens after " =" or " ####" up to
+    the first token that is not a digit continuation (one token per number under "gpt2" up to 99,
+    one per digit under "gpt2-digits")."""
+    eq, marker = tok.encode(" =")[0], tok.encode(" ####")[0]
+    digit = [t.lstrip("\u0120").isdigit() for t in tok.tokens]  # "Ġ" = byte-level space
+    cont = [t.isdigit() for t in tok.tokens]  # digits without a leading space
+    spans = []
+    for b in range(ids.shape[0]):
+        row, ans = ids[b].tolist(), is_ans[b].tolist()
+        for t in range(1, len(row)):
+            if ans[t] and row[t - 1] in (eq, marker) and digit[row[t]]:
+                e = t + 1
+                while e < len(row) and ans[e] and cont[row[e]]:
+                    e += 1
+                spans.append((b, t, e))
+    return spans
+
+
 def drill_probe(model, tok, rows, seed):
-    """(results predicted, results) on drill rows with both result tokens of each answer masked."""
+    """(results predicted, results) on drill rows with every result token of each answer masked
+    (both results of "X op Y = R. #### R"); a result counts when all its tokens are predicted."""
     b = train.Batcher(tok, seed, set(), 32)
     b.p_doc, b.p_rule, b.p_drill = 0.0, 0.0, 1.0
     ids, is_ans, valid = b.batch(rows, 0.0)[:3]
-    eq, marker = tok.encode(" =")[0], tok.encode(" ####")[0]
-    prev = torch.cat([torch.full_like(ids[:, :1], -1), ids[:, :-1]], dim=1)
-    sel = is_ans & ((prev == eq) | (prev == marker))  # [B,T] the result tokens
-    x = torch.where(sel, torch.full_like(ids, tok.special["<|mask|>"]), ids)
+    spans = result_spans(tok, ids, is_ans)
+    x = ids.clone()
+    for r, s, e in spans:
+        x[r, s:e] = tok.special["<|mask|>"]
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         pred = model(x, valid).float().argmax(-1)
-    return int(((pred == ids) & sel).sum()), int(sel.sum())
+    hit = sum(bool((pred[r, s:e] == ids[r, s:e]).all()) for r, s, e in spans)
+    return hit, len(spans)
 
 
 def main():
@@ -80,7 +102,7 @@ def main():
         print("rule %-8s %3d/%d  " % (group, tot[0], tot[1]) +
               "  ".join("%s %d/%d" % (k.split("-")[1], sum(res[k]), len(res[k])) for k in kinds))
     hit, n = drill_probe(model, tok, args.drill_rows, args.seed + 1)
-    print("drill results (teacher-forced, both masked) %d/%d = %.3f" % (hit, n, hit / max(n, 1)))
+    print("drill results (teacher-forced, all result tokens masked) %d/%d = %.3f" % (hit, n, hit / max(n, 1)))
 
 
 if __name__ == "__main__":
