@@ -12,6 +12,8 @@ Encoding = standard GPT-2 BPE:
   1. split the text on control-token strings (leftmost match, longest first);
   2. pre-tokenize each remaining chunk with the GPT-2 regex
      's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+     (JSON "pre": "gpt2"), or with " ?\\p{N}" in place of " ?\\p{N}+" ("gpt2-digits": one
+     digit per piece); the merges are always learnt under the first
   3. map each pre-token's UTF-8 bytes through bytes_to_unicode;
   4. repeatedly merge the adjacent pair with the lowest merge rank (all its
      occurrences, left to right) until no pair has a rank;
@@ -226,11 +228,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tools/train/tokenizer.json")
     ap.add_argument("--vocab", type=int, default=2048)
+    ap.add_argument("--pre", default="gpt2", choices=sorted(PATTERNS),
+                    help="pre-tokenizer written to the JSON (the merges are always learnt under gpt2's "
+                         "pattern, so every choice has the same vocabulary)")
     args = ap.parse_args()
     import suite
     tok_d = train_bpe(corpus_texts(), args.vocab)
     with open(args.out, "w") as f:
-        json.dump(tok_d, f, ensure_ascii=False)
+        json.dump(dict(tok_d, pre=args.pre), f, ensure_ascii=False)
     tok = Tokenizer(tok_d)
     bad = [w for w in suite.NAMES + suite.VALUES if len(tok.encode(" " + w)) != 1]
     print("vocab", tok.n_vocab, "merges", len(tok_d["merges"]), "non-single-token names/values:", bad)
@@ -239,7 +244,7 @@ def main():
         assert len(tok.encode(" " + w)) == 1
     for n in range(100):
         assert len(tok.encode(" %d" % n)) == 1, n
-    print("specials", tok_d["special"])
+    print("specials", tok_d["special"], "pre", args.pre)
 
 
 if __name__ == "__main__":
