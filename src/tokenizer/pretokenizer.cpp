@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kGpt2 =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-// "gpt2-digits" (bicache's tiny model since its twelfth run; no llama.cpp converter writes it):
+// "gpt2-digits" (bpe.py's digit variant for the tiny model, tried in its twelfth run and not
+// adopted, docs/model.md; no llama.cpp converter writes it):
 // the GPT-2 pattern with every digit its own piece, a leading space kept on the first digit, so
 // " 63" is " 6" + "3". Arithmetic then works on digits instead of one token per number.
 constexpr const char* kGpt2Digits =

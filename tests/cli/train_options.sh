@@ -6,7 +6,8 @@
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
 # are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q
-# (arithmetic drill rows) and --p-named (rule rows that name their rule).
+# (arithmetic drill rows) and --p-named (rule rows that name their rule); the tokenizer JSON's
+# pre-tokenizer ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -331,6 +332,59 @@ assert pt["q-ent"] < 0.2 and pt["a-val"] < 0.5 and pf["q-ent"] > 2.0, (pt, pf)
 print("ok   --att-sup terms: near 0 on the committed model (ident %.3f), high on a fresh one (ident %.3f)"
       % (pt["ident"], pf["ident"]))
 EOF
+
+# The tokenizer JSON's "pre": export.py writes it to tokenizer.ggml.pre and the engine splits by it
+# (the committed model's weights re-exported with "gpt2-digits" tokenize "63 - 4 = 59" as bpe.py
+# does, one digit per token); a name bpe.py does not know is refused by name, by bpe.py and by
+# train.py before training.
+TOKDIR=$(mktemp -d)
+trap 'rm -rf "$TOKDIR"' EXIT
+"$PY" - "$SRC" "$TOKDIR" <<'EOF' || fail=1
+import importlib.util
+import json
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import bpe
+import import_gguf
+from model import default_config
+
+src, out = sys.argv[1], sys.argv[2]
+tok_json = json.load(open(src + "/tools/train/tokenizer.json"))
+digits = dict(tok_json, pre="gpt2-digits")
+json.dump(dict(tok_json, pre="gpt2-nodigits"), open(out + "/bad.json", "w"))
+try:
+    bpe.Tokenizer.load(out + "/bad.json")
+    raise SystemExit("FAIL unknown pre accepted")
+except ValueError as e:
+    assert "gpt2-nodigits" in str(e), e
+    print("ok   bpe.Tokenizer refuses pre 'gpt2-nodigits': %s" % e)
+spec = importlib.util.spec_from_file_location("train_export", src + "/tools/train/export.py")
+train_export = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(train_export)
+cfg = default_config(len(tok_json["tokens"]))
+sd = import_gguf.state_dict_from_gguf(src + "/models/tiny-llada.gguf", cfg)
+import_gguf._gguf_export().export_llada(sd, dict(cfg, name="digits"), train_export.gguf_tokenizer(digits),
+                                        out + "/digits.gguf", dtype="bf16", name="digits")
+text = "63 - 4 = 59"
+want = bpe.Tokenizer(digits).encode(text)
+assert want != bpe.Tokenizer(tok_json).encode(text)
+open(out + "/text.txt", "w").write(text + "\n")
+open(out + "/want.txt", "w").write(",".join(map(str, want)) + "\n")
+EOF
+if "$1" tokenize -m "$TOKDIR/digits.gguf" --file "$TOKDIR/text.txt" >"$TOKDIR/got.txt" &&
+    cmp -s "$TOKDIR/got.txt" "$TOKDIR/want.txt"; then
+  echo "ok   exported pre gpt2-digits: the engine tokenizes '63 - 4 = 59' as bpe.py ($(cat "$TOKDIR/got.txt"))"
+else
+  echo "FAIL exported pre gpt2-digits: engine $(cat "$TOKDIR/got.txt" 2>/dev/null), bpe.py $(cat "$TOKDIR/want.txt" 2>/dev/null)"
+  fail=1
+fi
+if out=$("$PY" "$SRC/tools/train/train.py" --tokenizer "$TOKDIR/bad.json" --minutes 0 --ckpt-dir "$TOKDIR/ck" 2>&1); then
+  echo "FAIL train.py accepted a tokenizer with pre 'gpt2-nodigits'"; fail=1
+elif grep -q "pre-tokenizer 'gpt2-nodigits' is not one of" <<<"$out"; then
+  echo "ok   train.py refuses a tokenizer with pre 'gpt2-nodigits': $(tail -1 <<<"$out")"
+else
+  echo "FAIL train.py with pre 'gpt2-nodigits': unexpected output: $out"; fail=1
+fi
 
 # refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
 # "argument OPTION: PATTERN".

@@ -13,7 +13,7 @@ Encoding = standard GPT-2 BPE:
   2. pre-tokenize each remaining chunk with the GPT-2 regex
      's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
      (JSON "pre": "gpt2"), or with " ?\\p{N}" in place of " ?\\p{N}+" ("gpt2-digits": one
-     digit per piece); the merges are always learnt under the first
+     digit per piece); the merges are always learnt under the first.
   3. map each pre-token's UTF-8 bytes through bytes_to_unicode;
   4. repeatedly merge the adjacent pair with the lowest merge rank (all its
      occurrences, left to right) until no pair has a rank;
@@ -32,7 +32,8 @@ GPT2_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(
 # "gpt2-digits": the GPT-2 pattern with every digit its own piece (a leading space stays attached
 # to the first digit), so " 63" is " 6" + "3" and arithmetic works on digits instead of on one
 # token per number. Same vocabulary and merges as "gpt2"; merges that join digits never apply.
-GPT2_DIGITS_PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+GPT2_DIGITS_PAT = GPT2_PAT.replace(r" ?\p{N}+", r" ?\p{N}", 1)
+assert GPT2_DIGITS_PAT != GPT2_PAT
 PATTERNS = {"gpt2": GPT2_PAT, "gpt2-digits": GPT2_DIGITS_PAT}
 SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|eot|>", "<|mask|>", "<|system|>", "<|user|>", "<|assistant|>"]
 
