@@ -161,6 +161,17 @@ for _ in range(30):
 assert kinds == {"arith", "arith-drill"}, kinds
 print("ok   --p-drill 0.5 -> arith and drill rows; %d drill steps, each answered right" % steps)
 
+# --drill-ops: drill rows ask only the operations named (the word problems keep all three).
+b = train.Batcher(tok, 24, set(), 32)
+b.p_doc, b.p_rule, b.p_drill, b.drill_q, b.drill_ops = 0.0, 0.0, 1.0, (12, 12), "+-"
+seen = set()
+for _ in range(20):
+    ids, _, _, _, fam, _ = b.sample(0.0)
+    assert fam == "arith-drill", fam
+    seen |= set(re.findall(r"What is \d+ ([-+*]) \d+\?", tok.decode(ids, skip_special=True)))
+assert seen == {"+", "-"}, seen
+print("ok   --drill-ops +- -> drill rows ask only + and - (%d rows)" % 20)
+
 b = train.Batcher(tok, 22, set(), 32)
 b.p_doc, b.p_rule, b.p_named = 0.0, 1.0, 0.5
 kinds, named = set(), 0
@@ -404,6 +415,7 @@ done
 for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices\|expected\)"; done
 for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\)"; done
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
+for bad in "" "/" "++" "+x"; do refuse --drill-ops "$bad" "expected operations"; done
 for opt in --p-drill --p-named; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done

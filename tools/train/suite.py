@@ -323,9 +323,13 @@ def arith_group(rng, k, n_q, heldout, n_preamble=0):
 ARITH_DRILL_INSTR = "Work out each step."
 
 
-def arith_step(rng):
-    """One step of the kinds arith_problem chains, results in 0..99: (x, op, y, result)."""
-    op = rng.choice("+-*")
+DRILL_OPS = "+-*"
+
+
+def arith_step(rng, ops=DRILL_OPS):
+    """One step of the kinds arith_problem chains, results in 0..99: (x, op, y, result).
+    ops: the operations to draw from (a subset of "+-*")."""
+    op = rng.choice(ops)
     if op == "+":
         x = rng.randint(0, 98)
         y = rng.randint(1, min(20, 99 - x))
@@ -343,14 +347,15 @@ def arith_step(rng):
     return x, op, y, x * y
 
 
-def arith_drill_group(rng, n_q, heldout, n_preamble=0):
+def arith_drill_group(rng, n_q, heldout, n_preamble=0, ops=DRILL_OPS):
     """n_q questions "What is X op Y?", each answered in arith's answer format (the step, then the
     marker and the number): one row holds n_q arithmetic facts where an arith row holds ~2 per
-    question and chains them (a masked result is often visible as the next step's operand)."""
+    question and chains them (a masked result is often visible as the next step's operand).
+    ops: the operations the steps use (arith_step)."""
     prefix = _preamble(rng, n_preamble) + ARITH_DRILL_INSTR
 
     def draw():
-        x, op, y, r = arith_step(rng)
+        x, op, y, r = arith_step(rng, ops)
         return "What is %d %s %d?" % (x, op, y), "%d %s %d = %d. #### %d" % (x, op, y, r, r)
 
     return prefix, _questions(draw, n_q, heldout)
@@ -360,10 +365,10 @@ def arith_drill_group(rng, n_q, heldout, n_preamble=0):
 # group generation (used by both train and held-out)
 
 def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=None, n_attrs=None,
-              templates=None):
+              templates=None, drill_ops=DRILL_OPS):
     """One prefix with n_q questions: returns (prefix, [(prompt, answer)]).
     no_instr: None = random for documents of <= 3 facts (training), else forced.
-    n_attrs, templates: docqa only, see make_doc."""
+    n_attrs, templates: docqa only, see make_doc. drill_ops: arith-drill only, see arith_step."""
     if family == "docqa":
         nf = rng.randint(facts[0], facts[1])
         if no_instr is None:
@@ -375,7 +380,7 @@ def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=No
     if family == "arith":
         return arith_group(rng, rng.randint(2, 4), n_q, heldout, n_preamble)
     if family == "arith-drill":
-        return arith_drill_group(rng, n_q, heldout, n_preamble)
+        return arith_drill_group(rng, n_q, heldout, n_preamble, drill_ops)
     raise ValueError(family)
 
 
@@ -421,10 +426,11 @@ class TrainStream:
         self.rng = random.Random(seed)
         self.bad = set(heldout_prefixes)
 
-    def group(self, family, n_q, facts=(3, 8), n_preamble=0, n_attrs=None, templates=None):
+    def group(self, family, n_q, facts=(3, 8), n_preamble=0, n_attrs=None, templates=None,
+              drill_ops=DRILL_OPS):
         while True:
             prefix, qs = gen_group(self.rng, family, False, n_q, facts, n_preamble, n_attrs=n_attrs,
-                                   templates=templates)
+                                   templates=templates, drill_ops=drill_ops)
             if prefix in self.bad or not qs:
                 continue
             return prefix, qs

@@ -92,6 +92,14 @@ def share(text):
     return v
 
 
+def drill_ops(text):
+    """argparse type of --drill-ops: a non-empty subset of "+-*", each operation once."""
+    if not text or any(c not in suite.DRILL_OPS for c in text) or len(set(text)) != len(text):
+        raise argparse.ArgumentTypeError(
+            "expected operations from %r, each at most once (e.g. '+-'), got %r" % (suite.DRILL_OPS, text))
+    return text
+
+
 def layer_pair(text):
     """argparse type of --att-layers: LA,LC with 0 <= LA <= LC < n_layer."""
     try:
@@ -208,6 +216,7 @@ class Batcher:
     p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
     p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
     drill_q = (12, 16)  # questions per drill row
+    drill_ops = suite.DRILL_OPS  # the operations drill rows ask
     level = 8  # max docqa facts; raised when the running docqa accuracy is high
 
     def facts_range(self, prog):
@@ -252,7 +261,7 @@ class Batcher:
                 nq = self.rng.randint(*self.drill_q)
         gen_fam = "docqa" if fam.startswith("docqa") else fam
         prefix, qs = self.ts.group(gen_fam, nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
-                                   templates=templates)
+                                   templates=templates, drill_ops=self.drill_ops)
         ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen)
         if fam.startswith("docqa"):
             links = self.docqa_links(ids, first, plen)
@@ -560,6 +569,8 @@ def main():
     ap.add_argument("--p-drill", type=share, default=0.0,
                     help="share of the arith rows that are arithmetic drills (single steps, no word problem)")
     ap.add_argument("--drill-q", type=q_range, default=(12, 16), help="LO,HI questions per drill row")
+    ap.add_argument("--drill-ops", type=drill_ops, default=suite.DRILL_OPS,
+                    help="the operations drill rows ask, a subset of '+-*' (e.g. '+-': the sums the model misses)")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -626,6 +637,7 @@ def main():
     batcher.p_rule = args.p_rule
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.p_named, batcher.p_drill, batcher.drill_q = args.p_named, args.p_drill, args.drill_q
+    batcher.drill_ops = args.drill_ops
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
     batcher.bind_templates = args.bind_templates
