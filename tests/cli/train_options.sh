@@ -5,8 +5,8 @@
 # their fact-count curriculum (--bind-start) and templates (--bind-templates); and a malformed range
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
-# are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q
-# (arithmetic drill rows) and --p-named (rule rows that name their rule); the tokenizer JSON's
+# are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q / --drill-ops
+# (arithmetic drill rows) and --p-named (rule rows that name their rule); --t-min (the lowest answer mask ratio); the tokenizer JSON's
 # pre-tokenizer ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
@@ -171,6 +171,41 @@ for _ in range(20):
     seen |= set(re.findall(r"What is \d+ ([-+*]) \d+\?", tok.decode(ids, skip_special=True)))
 assert seen == {"+", "-"}, seen
 print("ok   --drill-ops +- -> drill rows ask only + and - (%d rows)" % 20)
+
+# --t-min: the share of answer tokens masked (the positions the model is asked for) is at least
+# about T_MIN on every SFT row; without it rows with few masked answer tokens occur.
+import torch
+from model import LLaDA, default_config
+
+
+class Recorder(torch.nn.Module):
+    """Wraps a model and keeps the masked positions (select) of the last call."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x, valid, select=None, **kw):
+        self.select = select
+        return self.inner(x, valid, select=select, **kw)
+
+
+torch.manual_seed(0)
+rec = Recorder(LLaDA(dict(default_config(tok.n_vocab), n_layer=2)))
+b = train.Batcher(tok, 25, set(), 32)
+b.p_doc, b.p_rule, b.rule_q = 0.0, 1.0, (12, 12)
+ids, is_ans, valid, first, isdoc, plen, isbind, links = b.batch(8, 0.0)
+low = {}
+for t_min in (0.0, 0.8):
+    shares = []
+    for seed in range(6):
+        with torch.no_grad():
+            train.diffusion_loss(rec, ids, is_ans, valid, tok.special["<|mask|>"], torch.Generator().manual_seed(seed),
+                                 p_full=0.0, first=first, isdoc=isdoc, plen=plen, t_min=t_min)
+        shares += (rec.select & is_ans).sum(1).div(is_ans.sum(1)).tolist()
+    low[t_min] = min(shares)
+assert low[0.0] < 0.5 and low[0.8] > 0.65, low
+print("ok   --t-min 0.8: fewest answer tokens masked in a row %.2f (without: %.2f)" % (low[0.8], low[0.0]))
 
 b = train.Batcher(tok, 22, set(), 32)
 b.p_doc, b.p_rule, b.p_named = 0.0, 1.0, 0.5
@@ -416,6 +451,7 @@ for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices
 for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\)"; done
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
 for bad in "" "/" "++" "+x"; do refuse --drill-ops "$bad" "expected operations"; done
+for bad in "1.5" "-0.1" "most"; do refuse --t-min "$bad" "expected a share"; done
 for opt in --p-drill --p-named; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done

@@ -82,7 +82,7 @@ def q_range(text):
 
 
 def share(text):
-    """argparse type of --p-named / --p-drill: a share in [0, 1]."""
+    """argparse type of --p-named / --p-drill / --t-min: a share in [0, 1]."""
     try:
         v = float(text)
     except ValueError:
@@ -292,7 +292,7 @@ class Batcher:
 
 def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
                    eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None,
-                   links=None, att_sup=0.0, att_layers=(1, 3), rule_sup=0.0, rule_layer=5):
+                   links=None, att_sup=0.0, att_layers=(1, 3), rule_sup=0.0, rule_layer=5, t_min=0.0):
     """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
     are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
     see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
@@ -312,9 +312,14 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     in layer rule_layer, head 0 of every rule answer letter attends to the query input letter it
     comes from (Batcher.rule_links), weighted rule_sup. The last return value is {part: mean -log p} (the
     entity match a-val is the part that takes long), or None without supervision. The exported
-    model is plain LLaDA; this only shapes what training finds (docs/model.md)."""
+    model is plain LLaDA; this only shapes what training finds (docs/model.md).
+
+    t_min > eps: mask ratios t ~ U(t_min, 1) instead of U(eps, 1), so every answer is mostly masked, as
+    when decoding starts from an all-mask canvas (rule answers with most letters visible can be
+    completed by elimination, without the rule)."""
     B, T = ids.shape
-    t = (1 - eps) * torch.rand(B, generator=gen) + eps
+    t_lo = max(eps, t_min)
+    t = (1 - t_lo) * torch.rand(B, generator=gen) + t_lo
     full = torch.rand(B, generator=gen) < p_full
     region = torch.where(full[:, None], valid, is_ans)
     m = (torch.rand(B, T, generator=gen) < t[:, None]) & region
@@ -584,6 +589,9 @@ def main():
     ap.add_argument("--eval-every", type=float, default=9.0, help="minutes")
     ap.add_argument("--save-every", type=float, default=5.0, help="minutes")
     ap.add_argument("--p-long", type=float, default=0.03)
+    ap.add_argument("--t-min", type=share, default=0.0,
+                    help="lowest answer mask ratio: t ~ U(T_MIN, 1) (default: LLaDA's U(eps, 1)); high values train "
+                         "on mostly masked answers, as decoding from an all-mask canvas sees them")
     ap.add_argument("--p-full", type=float, default=0.2, help="share of rows masked everywhere (pre-training style)")
     ap.add_argument("--eos-weight", type=float, default=1.0,
                     help="loss weight of the <|eos|> canvas padding targets in SFT rows (1 = plain LLaDA SFT; 0.05 tried)")
@@ -683,7 +691,8 @@ def main():
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
                                           cons_weight=args.cons_weight, isbind=isbind, links=links,
                                           att_sup=args.att_sup, att_layers=args.att_layers,
-                                          rule_sup=args.rule_sup, rule_layer=args.rule_layer)
+                                          rule_sup=args.rule_sup, rule_layer=args.rule_layer,
+                                          t_min=args.t_min)
         if asup is not None:
             for k_, v_ in asup.items():
                 asup_acc[k_] = asup_acc.get(k_, 0.0) + v_
