@@ -201,7 +201,7 @@ for t_min in (0.0, 0.8):
     for seed in range(6):
         with torch.no_grad():
             train.diffusion_loss(rec, ids, is_ans, valid, tok.special["<|mask|>"], torch.Generator().manual_seed(seed),
-                                 p_full=0.0, first=first, isdoc=isdoc, plen=plen, t_min=t_min)
+                                 p_full=0.0, first=first, isdoc=isdoc, plen=plen, eps=max(train.T_EPS, t_min))
         shares += (rec.select & is_ans).sum(1).div(is_ans.sum(1)).tolist()
     low[t_min] = min(shares)
 assert low[0.0] < 0.5 and low[0.8] > 0.65, low

@@ -35,6 +35,7 @@ import suite  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
 
 N_LAYER = default_config(2)["n_layer"]
+T_EPS = 1e-3  # LLaDA's lowest mask ratio (t ~ U(T_EPS, 1)); keeps the 1/t weights finite
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -290,9 +291,9 @@ class Batcher:
         return ids, is_ans, valid, first, isdoc, plen, isbind, [q[5] for q in seqs]
 
 
-def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3, first=None, isdoc=None,
+def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=T_EPS, first=None, isdoc=None,
                    eos_id=None, eos_weight=1.0, plen=None, iso_pairs=0, iso_max=4, cons_weight=1.0, isbind=None,
-                   links=None, att_sup=0.0, att_layers=(1, 3), rule_sup=0.0, rule_layer=5, t_min=0.0):
+                   links=None, att_sup=0.0, att_layers=(1, 3), rule_sup=0.0, rule_layer=5):
     """Masked-diffusion loss. With iso_pairs > 0 (BiCache-aware fine-tuning), the first iso_pairs rows
     are repeated with the same masked input but their prefix isolated in layers < d (d ~ U{1..iso_max},
     see LLaDA.forward's iso): the copies add their own diffusion loss (the model must answer from a
@@ -314,12 +315,11 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=1e-3
     entity match a-val is the part that takes long), or None without supervision. The exported
     model is plain LLaDA; this only shapes what training finds (docs/model.md).
 
-    t_min > eps: mask ratios t ~ U(t_min, 1) instead of U(eps, 1), so every answer is mostly masked, as
-    when decoding starts from an all-mask canvas (rule answers with most letters visible can be
-    completed by elimination, without the rule)."""
+    eps: the lowest mask ratio, t ~ U(eps, 1) (LLaDA: T_EPS). --t-min raises it, so every answer is
+    mostly masked, as when decoding starts from an all-mask canvas (rule answers with most letters
+    visible can be completed by elimination, without the rule)."""
     B, T = ids.shape
-    t_lo = max(eps, t_min)
-    t = (1 - t_lo) * torch.rand(B, generator=gen) + t_lo
+    t = (1 - eps) * torch.rand(B, generator=gen) + eps
     full = torch.rand(B, generator=gen) < p_full
     region = torch.where(full[:, None], valid, is_ans)
     m = (torch.rand(B, T, generator=gen) < t[:, None]) & region
@@ -692,7 +692,7 @@ def main():
                                           cons_weight=args.cons_weight, isbind=isbind, links=links,
                                           att_sup=args.att_sup, att_layers=args.att_layers,
                                           rule_sup=args.rule_sup, rule_layer=args.rule_layer,
-                                          t_min=args.t_min)
+                                          eps=max(T_EPS, args.t_min))
         if asup is not None:
             for k_, v_ in asup.items():
                 asup_acc[k_] = asup_acc.get(k_, 0.0) + v_
