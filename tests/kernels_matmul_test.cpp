@@ -1,9 +1,11 @@
-// Linear (bf16 oneDNN matmul) against a double-precision reference on bf16-rounded inputs, and
+// Linear (oneDNN matmul, bf16 or f32: kernels::ActiveMatmulPrecision) against a double-precision reference on bf16-rounded inputs, and
 // DequantizeRow on hand-built blocks with known values.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -270,6 +272,34 @@ TEST(KernelsMatmul, LinearConcurrentCallsAgree) {
   }
   for (auto& t : threads) t.join();
   for (const auto& g : got) EXPECT_EQ(g, want);
+}
+
+// BICACHE_MATMUL picks the matmul precision: auto (or unset) takes bf16 exactly where oneDNN has a
+// bf16 kernel for this CPU; other values are refused by name. ctest runs the kernel and model tests
+// a second time under BICACHE_MATMUL=f32 (CMakeLists.txt), so both paths meet the same references.
+TEST(KernelsMatmul, PrecisionOverrideParses) {
+  EXPECT_EQ(ParseMatmulPrecision(""), std::nullopt);
+  EXPECT_EQ(ParseMatmulPrecision("auto"), std::nullopt);
+  EXPECT_EQ(ParseMatmulPrecision("bf16"), MatmulPrecision::kBf16);
+  EXPECT_EQ(ParseMatmulPrecision("f32"), MatmulPrecision::kF32);
+  for (const char* bad : {"fp32", "BF16", "f16", " f32"}) {
+    try {
+      ParseMatmulPrecision(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(KernelsMatmul, ActivePrecisionFollowsOverrideOrProbe) {
+  const char* env = std::getenv("BICACHE_MATMUL");
+  const auto forced = ParseMatmulPrecision(env == nullptr ? "" : env);
+  const auto want = forced ? *forced : (Bf16MatmulAvailable() ? MatmulPrecision::kBf16 : MatmulPrecision::kF32);
+  EXPECT_EQ(ActiveMatmulPrecision(), want) << "BICACHE_MATMUL=" << (env ? env : "(unset)");
+  EXPECT_STREQ(MatmulPrecisionName(MatmulPrecision::kF32), "f32");
+  EXPECT_STREQ(MatmulPrecisionName(MatmulPrecision::kBf16), "bf16");
 }
 
 TEST(KernelsMatmul, GemmYardstickRuns) {

@@ -460,7 +460,8 @@ Runner AddBench(CLI::App& app) {
     add_target("bicache", "none", 1.5);
     add_target("bicache+dual", "dual", 1.3);
 
-    // Efficiency: achieved GFLOP/s of the reference mode's forwards against a plain bf16 GEMM of
+    // Efficiency: achieved GFLOP/s of the reference mode's forwards against a plain GEMM (the
+    // engine's matmul precision, kernels::ActiveMatmulPrecision) of
     // the model's FFN shape at the mean sequence length, measured now (same load, same threads).
     const Summary& rs = sums[ref.name];
     double mean_tokens = 0;
@@ -477,6 +478,7 @@ Runner AddBench(CLI::App& app) {
                 {"gemm_gflops", gemm},
                 {"fraction_of_gemm", gemm > 0 ? achieved / gemm : 0.0},
                 {"gemm_shape", {{"m", gm}, {"n", gn}, {"k", gk}}},
+                {"matmul_precision", kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision())},
                 {"note", "achieved = model::ForwardStats flops (matmul + attention) / Engine::Run seconds, sampling "
                          "included; gemm = kernels::MeasureGemmGflops at the FFN up-projection shape"}};
 
@@ -572,8 +574,9 @@ Runner AddBench(CLI::App& app) {
                                                : ("short by " + Num(t["speedup_shortfall"].get<double>(), 2) + "x").c_str(),
                   t["accuracy_points_vs_none"].get<double>(), t["accuracy_within_1_point"].get<bool>() ? "yes" : "no");
     }
-    std::printf("efficiency (%s): %.2f GFLOP/s achieved vs %.2f GFLOP/s oneDNN bf16 GEMM %zux%zux%zu (%.0f%%)\n",
-                ref.name.c_str(), achieved, gemm, gm, gn, gk, gemm > 0 ? 100 * achieved / gemm : 0.0);
+    std::printf("efficiency (%s): %.2f GFLOP/s achieved vs %.2f GFLOP/s oneDNN %s GEMM %zux%zux%zu (%.0f%%)\n",
+                ref.name.c_str(), achieved, gemm, kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()), gm,
+                gn, gk, gemm > 0 ? 100 * achieved / gemm : 0.0);
     std::printf("depth table: %s (max depth %d of %d layers, threshold %.3g)\n",
                 table.empty() ? "none" : lm->depth_table_path().c_str(), table.max_depth(), cfg.n_layer,
                 table.threshold());

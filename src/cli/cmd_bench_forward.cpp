@@ -1,5 +1,6 @@
 // `bicache bench-forward [-m FILE] [--tokens 128,512,1024] [--repeats N] [-t N] [--json OUT]`:
-// forward-pass throughput against the same run's oneDNN bf16 GEMM rate.
+// forward-pass throughput against the same run's oneDNN GEMM rate (bf16, or f32 on a CPU without a
+// bf16 matmul: kernels::ActiveMatmulPrecision).
 //
 // For each token count n: one warm-up forward, then `repeats` timed forwards of one n-token
 // sequence (full mode, logits for all rows or the last --logit-rows). Achieved GFLOP/s counts
@@ -162,7 +163,7 @@ Row BenchOne(const model::Model& m, int n, int logit_rows_flag, int repeats, int
 }  // namespace
 
 Runner AddBenchForward(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench-forward", "Forward-pass GFLOP/s against the same run's oneDNN bf16 GEMM rate");
+  auto* cmd = app.add_subcommand("bench-forward", "Forward-pass GFLOP/s against the same run's oneDNN GEMM rate");
   struct Opts {
     std::string model, tokens = "128,512,1024", json, type = "bf16";
     int repeats = 5, threads = 0, logit_rows = 0, gemm_iters = 10;
@@ -213,8 +214,9 @@ Runner AddBenchForward(CLI::App& app) {
                 o->model.empty() ? "(synthetic)" : o->model.c_str(), model::ArchName(c.arch), c.n_layer, c.d_model,
                 c.n_head, c.head_dim, c.n_kv_head, c.d_ff, c.n_vocab, Seconds(t_load));
     std::printf("threads %d, repeats %d (median; best ratio = best forward / best GEMM run), GEMM yardstick: oneDNN "
-                "bf16 [n x %d] * [%d x %d], %d iters per run\n\n",
-                threads, o->repeats, c.d_model, c.d_model, c.d_ff, o->gemm_iters);
+                "%s [n x %d] * [%d x %d], %d iters per run\n\n",
+                threads, o->repeats, kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()), c.d_model,
+                c.d_model, c.d_ff, o->gemm_iters);
 
     std::vector<Row> rows;
     std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s\n", "tokens", "logits", "ms/fwd", "best ms", "mm GFLOP",
@@ -243,6 +245,7 @@ Runner AddBenchForward(CLI::App& app) {
       j["threads"] = threads;
       j["repeats"] = o->repeats;
       j["gemm_iters"] = o->gemm_iters;
+      j["matmul_precision"] = kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision());
       for (const Row& r : rows) {
         nlohmann::json e = {{"tokens", r.tokens}, {"logit_rows", r.logit_rows}, {"ms_per_forward", r.ms_median},
                             {"ms_best", r.ms_best}, {"matmul_gflop", r.matmul_gflop},

@@ -1,4 +1,5 @@
-// Linear and the GEMM yardstick through oneDNN 2.x (bf16 x bf16 -> f32 matmul).
+// Linear and the GEMM yardstick through oneDNN 2.x (bf16 x bf16 -> f32 matmul, or f32 x f32 -> f32
+// where this CPU has no bf16 kernel; see ActiveMatmulPrecision below).
 //
 // Weights stay in their [out, in] row-major bf16 layout and are described to oneDNN as the
 // B operand [in, out] with strides {1, in} ("ba"): W is never reordered or copied by us.
@@ -10,15 +11,23 @@
 //    threads on a busy machine the fixed-n kernels were 5-10x slower for n = 1..32; the single
 //    entry also keeps the cache from filling with one primitive per small batch size.
 // Scratchpads are user-managed (per thread) so one primitive can run on several threads at once.
+//
+// The f32 path (CPUs without AVX-512, e.g. an AVX2-only Zen 3, where oneDNN 2.6 has no bf16 matmul
+// at all: "could not create a primitive descriptor iterator") keeps the bf16 path's numbers: the
+// weights are the same bf16 values widened to f32 once at load (twice the memory), and every
+// activation is rounded to bf16 before it is widened, so the products are exact in f32 and only the
+// summation order can differ from the bf16 kernels'.
 #include "kernels/matmul.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -32,6 +41,7 @@ namespace {
 
 using dnnl::memory;
 using Dims = memory::dims;
+using DataType = memory::data_type;
 
 dnnl::engine& CpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -42,6 +52,8 @@ dnnl::stream& ThreadStream() {
   thread_local dnnl::stream stream(CpuEngine());
   return stream;
 }
+
+DataType OperandType(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? DataType::bf16 : DataType::f32; }
 
 // One compiled matmul C[m, n] = A[m, k] * B[k, n]; B is "ba" (transposed storage) or "ab".
 struct GemmPrim {
@@ -55,10 +67,11 @@ constexpr size_t kRuntimeRows = 0;  // cache key for the run-time-M primitive
 
 // m == kRuntimeRows builds the primitive with a run-time row count (DNNL_RUNTIME_DIM_VAL); its
 // src/dst descs then hold the placeholder and RunGemm substitutes the real m.
-std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed) {
+// A and B are `dt` (bf16 or f32); C is always f32.
+std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed, DataType dt) {
   static std::mutex mu;
-  static std::map<std::tuple<size_t, size_t, size_t, bool>, std::shared_ptr<const GemmPrim>> cache;
-  const auto key = std::make_tuple(m, k, n, b_transposed);
+  static std::map<std::tuple<size_t, size_t, size_t, bool, DataType>, std::shared_ptr<const GemmPrim>> cache;
+  const auto key = std::make_tuple(m, k, n, b_transposed, dt);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrims) cache.clear();  // holders keep theirs alive
@@ -66,9 +79,8 @@ std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_tra
   const auto M = m == kRuntimeRows ? DNNL_RUNTIME_DIM_VAL : static_cast<memory::dim>(m);
   const auto K = static_cast<memory::dim>(k), N = static_cast<memory::dim>(n);
   auto p = std::make_shared<GemmPrim>();
-  p->src = memory::desc({M, K}, memory::data_type::bf16, Dims{K, 1});
-  p->wei = b_transposed ? memory::desc({K, N}, memory::data_type::bf16, Dims{1, K})
-                        : memory::desc({K, N}, memory::data_type::bf16, memory::format_tag::ab);
+  p->src = memory::desc({M, K}, dt, Dims{K, 1});
+  p->wei = b_transposed ? memory::desc({K, N}, dt, Dims{1, K}) : memory::desc({K, N}, dt, memory::format_tag::ab);
   p->dst = memory::desc({M, N}, memory::data_type::f32, Dims{N, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -80,17 +92,17 @@ std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_tra
   return p;
 }
 
-// Runs a cached primitive on raw pointers (a: [m, k] bf16, b: weights, c: [m, n] f32); the
-// thread's scratchpad grows as needed.
-void RunGemm(const GemmPrim& g, size_t m, const uint16_t* a, const uint16_t* b, float* c) {
+// Runs a cached primitive on raw pointers (a: [m, k] and b: weights, both of the primitive's
+// operand type; c: [m, n] f32); the thread's scratchpad grows as needed.
+void RunGemm(const GemmPrim& g, size_t m, const void* a, const void* b, float* c) {
   thread_local std::vector<uint8_t> scratchpad;
   const size_t sp_bytes = g.scratch.get_size();
   GrowTo(scratchpad, sp_bytes);
   auto& eng = CpuEngine();
   const auto M = static_cast<memory::dim>(m);
   const auto K = g.src.dims()[1], N = g.dst.dims()[1];
-  memory src({{M, K}, memory::data_type::bf16, Dims{K, 1}}, eng, const_cast<uint16_t*>(a));
-  memory wei(g.wei, eng, const_cast<uint16_t*>(b));
+  memory src({{M, K}, g.src.data_type(), Dims{K, 1}}, eng, const_cast<void*>(a));
+  memory wei(g.wei, eng, const_cast<void*>(b));
   memory dst({{M, N}, memory::data_type::f32, Dims{N, 1}}, eng, c);
   memory sp(g.scratch, eng, scratchpad.data());
   auto& stream = ThreadStream();
@@ -108,10 +120,11 @@ void RunGemm(const GemmPrim& g, size_t m, const uint16_t* a, const uint16_t* b, 
 
 // C[m, n] = A[m, k] * B through the primitive cache (the row-count rule above); a oneDNN failure
 // becomes Error(kInternal) naming `what` and the shape.
-void Multiply(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed, float* c,
+// A and B are `dt` values.
+void Multiply(const void* a, size_t m, size_t k, const void* b, size_t n, bool b_transposed, float* c, DataType dt,
               const char* what) {
   try {
-    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed);
+    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed, dt);
     RunGemm(*g, m, a, b, c);
   } catch (const dnnl::error& e) {
     Rethrow(e, std::string(what) + " [" + std::to_string(m) + " x " + std::to_string(k) + "] * [" +
@@ -119,12 +132,68 @@ void Multiply(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n
   }
 }
 
+// Widens n bf16 values to f32 into a grown thread-local buffer `buf` and returns it.
+const float* Widened(std::vector<float>& buf, const uint16_t* src, size_t n) {
+  float* dst = GrowTo(buf, n);
+  Bf16ToF32(src, dst, n);
+  return dst;
+}
+
+// True when oneDNN can build a bf16 matmul for this CPU with a kernel other than its reference
+// one (which runs at a few GFLOP/s). A bf16 primitive for a small shape is the probe.
+bool ProbeBf16() {
+  try {
+    const memory::desc a({64, 64}, DataType::bf16, memory::format_tag::ab);
+    const memory::desc b({64, 64}, DataType::bf16, Dims{1, 64});
+    const memory::desc c({64, 64}, DataType::f32, memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), CpuEngine());
+    return std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+MatmulPrecision DecidePrecision() {
+  const char* env = std::getenv("BICACHE_MATMUL");
+  const auto forced = ParseMatmulPrecision(env == nullptr ? "" : env);
+  const bool bf16 = Bf16MatmulAvailable();
+  if (!forced) return bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kF32;
+  if (*forced == MatmulPrecision::kBf16 && !bf16) {
+    throw Error(ErrorKind::kUnsupported,
+                "BICACHE_MATMUL=bf16: oneDNN has no bf16 matmul kernel for this CPU (it needs AVX-512); "
+                "use BICACHE_MATMUL=f32 or auto");
+  }
+  return *forced;
+}
+
 }  // namespace
+
+std::optional<MatmulPrecision> ParseMatmulPrecision(std::string_view value) {
+  if (value.empty() || value == "auto") return std::nullopt;
+  if (value == "bf16") return MatmulPrecision::kBf16;
+  if (value == "f32") return MatmulPrecision::kF32;
+  throw Error(ErrorKind::kInvalidArgument,
+              "BICACHE_MATMUL must be auto, bf16 or f32, got '" + std::string(value) + "'");
+}
+
+bool Bf16MatmulAvailable() {
+  static const bool available = ProbeBf16();
+  return available;
+}
+
+MatmulPrecision ActiveMatmulPrecision() {
+  static const MatmulPrecision p = DecidePrecision();  // a throw leaves it undecided: retried
+  return p;
+}
+
+const char* MatmulPrecisionName(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? "bf16" : "f32"; }
 
 struct Linear::Impl {
   size_t in = 0, out = 0;
-  std::vector<uint16_t> owned;       // [out, in] bf16 when converted at load
-  const uint16_t* w = nullptr;       // [out, in] bf16: owned.data() or the mapped file
+  MatmulPrecision precision = MatmulPrecision::kBf16;
+  std::vector<uint16_t> owned;       // [out, in] bf16 when converted at load (bf16 precision)
+  const uint16_t* w = nullptr;       // [out, in] bf16: owned.data() or the mapped file (bf16 precision)
+  std::vector<float> w32;            // [out, in] the same bf16 values widened (f32 precision)
 };
 
 Linear::Linear() = default;
@@ -144,8 +213,15 @@ Linear Linear::FromF32(const float* w, size_t out, size_t in) {
   l.impl_ = std::make_unique<Impl>();
   l.impl_->in = in;
   l.impl_->out = out;
+  l.impl_->precision = ActiveMatmulPrecision();
   l.impl_->owned.resize(out * in);
   F32ToBf16(w, l.impl_->owned.data(), out * in);
+  if (l.impl_->precision == MatmulPrecision::kF32) {
+    l.impl_->w32.resize(out * in);
+    Bf16ToF32(l.impl_->owned.data(), l.impl_->w32.data(), out * in);
+    std::vector<uint16_t>().swap(l.impl_->owned);
+    return l;
+  }
   l.impl_->w = l.impl_->owned.data();
   return l;
 }
@@ -189,42 +265,65 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
   l.impl_ = std::make_unique<Impl>();
   l.impl_->in = in;
   l.impl_->out = out;
-  if (t.type == TensorType::BF16) {  // zero-copy: oneDNN reads the mapped rows directly
+  l.impl_->precision = ActiveMatmulPrecision();
+  const bool f32 = l.impl_->precision == MatmulPrecision::kF32;
+  if (t.type == TensorType::BF16 && !f32) {  // zero-copy: oneDNN reads the mapped rows directly
     l.impl_->w = reinterpret_cast<const uint16_t*>(t.data);
     return l;
   }
-  // Convert once at load, rows in parallel (an 8B model is ~7e9 elements to convert).
+  // Convert once at load, rows in parallel (an 8B model is ~7e9 elements to convert): to bf16,
+  // and for the f32 path on to the widened bf16 values.
   auto& owned = l.impl_->owned;
-  owned.resize(out * in);
+  auto& w32 = l.impl_->w32;
+  (f32 ? w32.resize(out * in) : owned.resize(out * in));
   const long n_rows = static_cast<long>(out);
 #pragma omp parallel
   {
     std::vector<float> row(in);
+    std::vector<uint16_t> row_bf16(f32 ? in : 0);
 #pragma omp for schedule(static)
     for (long r = 0; r < n_rows; ++r) {
+      const size_t off = static_cast<size_t>(r) * in;
       DequantizeRow(t.type, t.data + static_cast<size_t>(r) * row_bytes, row.data(), in);
-      F32ToBf16(row.data(), owned.data() + static_cast<size_t>(r) * in, in);
+      if (f32) {
+        F32ToBf16(row.data(), row_bf16.data(), in);
+        Bf16ToF32(row_bf16.data(), w32.data() + off, in);
+      } else {
+        F32ToBf16(row.data(), owned.data() + off, in);
+      }
     }
   }
-  l.impl_->w = owned.data();
+  if (!f32) l.impl_->w = owned.data();
   return l;
 }
 
 void Linear::Forward(const float* x, size_t n, float* y) const {
   if (!impl_) throw Error(ErrorKind::kInternal, "linear: Forward on an empty Linear");
   if (n == 0) return;
-  // x as bf16 [n, in]. Per-thread and only ever grown: at most n_max * max(in) * 2 bytes.
+  // x as bf16 [n, in] (and for the f32 path widened again: [n, in] f32). Per-thread and only
+  // ever grown: at most n_max * max(in) * 2 (+ 4) bytes.
   thread_local std::vector<uint16_t> xb;
   uint16_t* xs = GrowTo(xb, n * impl_->in);
   F32ToBf16(x, xs, n * impl_->in);
-  Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, "linear");
+  if (impl_->precision == MatmulPrecision::kF32) {
+    thread_local std::vector<float> xf;
+    Multiply(Widened(xf, xs, n * impl_->in), n, impl_->in, impl_->w32.data(), impl_->out, /*b_transposed=*/true, y,
+             DataType::f32, "linear");
+    return;
+  }
+  Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, DataType::bf16, "linear");
 }
 
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
               float* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) throw Error(ErrorKind::kInvalidArgument, "gemm: inner dimension is zero");
-  Multiply(a, m, k, b, n, b_transposed, c, "gemm");
+  if (ActiveMatmulPrecision() == MatmulPrecision::kF32) {
+    thread_local std::vector<float> af, bf;  // [m, k], B's k * n values in its own layout
+    Multiply(Widened(af, a, m * k), m, k, Widened(bf, b, k * n), n, b_transposed, c, DataType::f32, "gemm");
+    return;
+  }
+  Multiply(a, m, k, b, n, b_transposed, c, DataType::bf16, "gemm");
 }
 
 double MeasureGemmGflops(size_t m, size_t n, size_t k, int iters) {
@@ -237,12 +336,15 @@ double MeasureGemmGflops(size_t m, size_t n, size_t k, int iters) {
   std::vector<uint16_t> a(m * k), b(k * n);
   F32ToBf16(af.data(), a.data(), a.size());
   F32ToBf16(bf.data(), b.data(), b.size());
+  const DataType dt = OperandType(ActiveMatmulPrecision());
+  const void* ap = dt == DataType::bf16 ? static_cast<const void*>(a.data()) : af.data();
+  const void* bp = dt == DataType::bf16 ? static_cast<const void*>(b.data()) : bf.data();
   std::vector<float> c(m * n);
   try {
-    const auto g = GetPrim(m, k, n, /*b_transposed=*/false);
-    RunGemm(*g, m, a.data(), b.data(), c.data());  // warm-up: JIT, page faults, thread pool
+    const auto g = GetPrim(m, k, n, /*b_transposed=*/false, dt);
+    RunGemm(*g, m, ap, bp, c.data());  // warm-up: JIT, page faults, thread pool
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) RunGemm(*g, m, a.data(), b.data(), c.data());
+    for (int i = 0; i < iters; ++i) RunGemm(*g, m, ap, bp, c.data());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return 2.0 * static_cast<double>(m) * n * k * iters / s * 1e-9;
   } catch (const dnnl::error& e) {

@@ -1,18 +1,39 @@
-// Matrix products through oneDNN (2.x `matmul::desc` API) in bf16 with float32 output.
+// Matrix products through oneDNN (2.x `matmul::desc` API) in bf16 with float32 output, or in f32 on
+// CPUs for which oneDNN has no bf16 matmul (ActiveMatmulPrecision).
 //
 // A Linear holds one weight matrix W: [out, in] (PyTorch convention; GGUF ne = {in, out}) in a
 // format oneDNN multiplies directly: bf16 kept as-is (zero-copy from the mapped file), F32/F16
-// converted to bf16 once at load, Q8_0/Q4_0 dequantised to bf16 once at load.
+// converted to bf16 once at load, Q8_0/Q4_0 dequantised to bf16 once at load. On the f32 path
+// those bf16 values are widened to f32 once at load and activations are rounded to bf16 before
+// the multiply, so both paths compute the same products.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "format/gguf.h"
 
 namespace bicache::kernels {
+
+// The operand type of every matmul in this process. kBf16 where oneDNN has a bf16 kernel for this
+// CPU other than its reference one (AVX-512 with or without BF16, AMX); kF32 elsewhere (AVX2
+// only, where oneDNN 2.6 cannot build a bf16 matmul at all).
+enum class MatmulPrecision { kBf16, kF32 };
+
+// Decided once per process: the environment variable BICACHE_MATMUL (auto | bf16 | f32; unset =
+// auto) or, for auto, Bf16MatmulAvailable(). Throws Error(kInvalidArgument) for another value and
+// Error(kUnsupported) for bf16 on a CPU without a bf16 kernel (each call retries).
+MatmulPrecision ActiveMatmulPrecision();
+// BICACHE_MATMUL's value: nullopt for "" or "auto"; throws Error(kInvalidArgument) naming it
+// when it is none of auto, bf16, f32.
+std::optional<MatmulPrecision> ParseMatmulPrecision(std::string_view value);
+// Whether oneDNN builds a non-reference bf16 matmul on this CPU (probed once).
+bool Bf16MatmulAvailable();
+const char* MatmulPrecisionName(MatmulPrecision p);
 
 class Linear {
  public:
@@ -39,8 +60,8 @@ class Linear {
   std::unique_ptr<Impl> impl_;
 };
 
-// C[m, n] = A[m, k] * B[k, n] in bf16 with float32 accumulation and output, through the same
-// cached oneDNN primitives as Linear (attention's Q*K^T and P*V use it). A is row-major [m, k];
+// C[m, n] = A[m, k] * B[k, n] of bf16 operands with float32 accumulation and output (on the f32
+// path the operands are widened first), through the same cached oneDNN primitives as Linear (attention's Q*K^T and P*V use it). A is row-major [m, k];
 // B is row-major [k, n], or stored as its transpose [n, k] when b_transposed; C is row-major
 // [m, n]. Throws Error(kInternal) naming the shape when oneDNN fails.
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
@@ -50,7 +71,7 @@ void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n
 // Supports F32, F16, BF16, Q8_0, Q4_0. Throws Error(kUnsupported) otherwise.
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n);
 
-// Plain oneDNN bf16 GEMM used as the benchmark yardstick: C[m,n] = A[m,k] * B[k,n].
+// Plain oneDNN GEMM in the active precision, the benchmark yardstick: C[m,n] = A[m,k] * B[k,n].
 // Returns achieved GFLOP/s over `iters` runs after one warm-up.
 double MeasureGemmGflops(size_t m, size_t n, size_t k, int iters);
 

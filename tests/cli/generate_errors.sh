@@ -49,4 +49,13 @@ expect "non-numeric --steps"                  cli11 "--steps" -- -p hi --steps a
 long=$(python3 -c "print('the quick brown fox jumps over the lazy dog ' * 200)")
 expect "prompt longer than the context"       2 "context length" -- -p "$long"
 
+# The matmul precision override (kernels/matmul.h): an unknown value is refused by name.
+rc=0
+BICACHE_MATMUL=fp8 "$BIN" generate -m "$M" -p hi >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q "^bicache: .*BICACHE_MATMUL must be auto, bf16 or f32, got 'fp8'" "$TMP/err"; then
+  echo "ok   unknown BICACHE_MATMUL (exit $rc): $(head -n1 "$TMP/err")"
+else
+  echo "FAIL unknown BICACHE_MATMUL: exit $rc (want 2):"; cat "$TMP/err"; fail=1
+fi
+
 exit $fail

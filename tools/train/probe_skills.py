@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 import format as fmt  # noqa: E402
+import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
@@ -73,7 +74,7 @@ def drill_probe(model, tok, rows, seed):
     x = ids.clone()
     for r, s, e in spans:
         x[r, s:e] = tok.special["<|mask|>"]
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.no_grad(), precision.autocast():
         pred = model(x, valid).float().argmax(-1)
     hit = sum(bool((pred[r, s:e] == ids[r, s:e]).all()) for r, s, e in spans)
     return hit, len(spans)
@@ -87,7 +88,9 @@ def main():
     ap.add_argument("--drill-rows", type=int, default=8)
     ap.add_argument("--seed", type=int, default=4242)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", choices=precision.CHOICES, default="auto")
     args = ap.parse_args()
+    precision.set_mode(args.precision)
     torch.set_num_threads(args.threads)
     tok = bpe.Tokenizer.load(args.tokenizer)
     model = LLaDA(default_config(tok.n_vocab))

@@ -12,7 +12,8 @@
   by the sequence length.
 - Curriculum on docqa fact count, gated by the running accuracy on docqa answer
   values (starts at <= 2 facts, +1 (+2 above 8) each time the accuracy exceeds --raise-at).
-- AdamW, warmup + cosine (time based), grad clip 1, bf16 autocast on CPU.
+- AdamW, warmup + cosine (time based), grad clip 1, bf16 autocast on a CPU with native bf16,
+  f32 otherwise (--precision, precision.py).
 - Resumable: checkpoints in tools/train/ckpt/ (latest.pt) every --save-every min.
 - Held-out accuracy (low-confidence remasking decoder) every --eval-every min.
 """
@@ -31,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 import format as fmt  # noqa: E402
+import precision  # noqa: E402
 import suite  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
 
@@ -398,7 +400,7 @@ def diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=0.2, eps=T_EP
             take[layer] = cur if prev is None else tuple(torch.cat([u, w]) for u, w in zip(prev, cur))
             where[name] = (layer, off, off + len(bb))
         att_probs = []
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with precision.autocast():
         logits = model(x, valid, select=m, iso=iso, kv_layers=kvl, kv_out=kv, att_take=take,
                        att_out=att_probs)  # only masked positions: [N, V]
     ce = F.cross_entropy(logits.float(), ids[m], reduction="none")
@@ -496,7 +498,7 @@ def generate(model, tok, prompts, gen_length=32, steps=16, block_length=32, batc
             rem = nmask % spb
             for s in range(spb):
                 k = base + (s < rem).long()
-                with torch.autocast("cpu", dtype=torch.bfloat16):
+                with precision.autocast():
                     logits = model(x, valid).float()
                 x0 = logits.argmax(-1)
                 p = torch.softmax(logits, -1).gather(-1, x0[..., None]).squeeze(-1)
@@ -606,9 +608,12 @@ def main():
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--adaptive-threads", type=int, default=1)
+    ap.add_argument("--precision", choices=precision.CHOICES, default="auto",
+                    help="forward precision: bf16 autocast, f32, or auto (bf16 only on a CPU with native bf16)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
     os.makedirs(args.ckpt_dir, exist_ok=True)
     tok = bpe.Tokenizer.load(args.tokenizer)
     mask_id = tok.special["<|mask|>"]
