@@ -455,4 +455,41 @@ for bad in "1.5" "-0.1" "most"; do refuse --t-min "$bad" "expected a share"; don
 for opt in --p-drill --p-named; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done
+for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
+
+# precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
+# dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.
+"$PY" - "$SRC" <<'EOF' || fail=1
+import os
+import sys
+import tempfile
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import torch
+import precision
+
+d = tempfile.mkdtemp()
+cases = {"avx2 fma f16c": "f32", "avx512f avx512_bf16 avx512bw": "bf16", "avx512f amx_tile amx_bf16": "bf16",
+         "avx512f avx512bw": "f32"}
+path = os.path.join(d, "cpuinfo")
+for flags, want in cases.items():
+    with open(path, "w") as f:
+        f.write("processor\t: 0\nflags\t\t: fpu sse2 %s\n" % flags)
+    got = precision.resolve("auto", path)
+    assert got == want, (flags, got, want)
+    assert precision.resolve("f32", path) == "f32" and precision.resolve("bf16", path) == "bf16"
+assert precision.resolve("auto", os.path.join(d, "missing")) == "f32"
+try:
+    precision.resolve("fp8")
+    raise AssertionError("fp8 accepted")
+except ValueError as e:
+    assert "'fp8'" in str(e), e
+a, b = torch.randn(4, 8), torch.randn(8, 3)
+precision.set_mode("f32")
+with precision.autocast():
+    assert (a @ b).dtype == torch.float32
+precision.set_mode("bf16")
+with precision.autocast():
+    assert (a @ b).dtype == torch.bfloat16
+print("ok   precision: auto = bf16 only with avx512_bf16 / amx_bf16, f32 runs without autocast, bad names refused")
+EOF
 exit $fail
