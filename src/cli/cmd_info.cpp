@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "format/gguf.h"
+#include "kernels/matmul.h"
 #include "model/weights.h"
 
 namespace bicache::cli {
@@ -87,6 +88,11 @@ Runner AddInfo(CLI::App& app) {
                 c.head_dim, c.d_ff, c.n_vocab, c.context_length,
                 c.rope_layout == kernels::RopeLayout::kNormal ? "normal" : "neox", c.rope_base, c.rms_eps,
                 c.mask_token_id, c.shift_logits ? "shifted" : "unshifted");
+    const auto precision = kernels::ActiveMatmulPrecision();
+    std::printf("matmul: oneDNN %s%s\n", kernels::MatmulPrecisionName(precision),
+                kernels::Bf16MatmulAvailable() ? ""
+                                               : " (this CPU has no oneDNN bf16 matmul kernel: weights widened to f32 "
+                                                 "at load, twice the memory)");
     return 0;
   };
 }

@@ -132,7 +132,8 @@ void Multiply(const void* a, size_t m, size_t k, const void* b, size_t n, bool b
   }
 }
 
-// Widens n bf16 values to f32 into a grown thread-local buffer `buf` and returns it.
+// Widens n bf16 values to f32 into `buf` (grown as needed; callers pass thread-local ones) and
+// returns it.
 const float* Widened(std::vector<float>& buf, const uint16_t* src, size_t n) {
   float* dst = GrowTo(buf, n);
   Bf16ToF32(src, dst, n);
@@ -275,7 +276,11 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
   // and for the f32 path on to the widened bf16 values.
   auto& owned = l.impl_->owned;
   auto& w32 = l.impl_->w32;
-  (f32 ? w32.resize(out * in) : owned.resize(out * in));
+  if (f32) {
+    w32.resize(out * in);
+  } else {
+    owned.resize(out * in);
+  }
   const long n_rows = static_cast<long>(out);
 #pragma omp parallel
   {

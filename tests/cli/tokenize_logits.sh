@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `bicache tokenize`: one comma-separated line of ids per input line (checked against the
 # tokenizer fixtures when the embedded model is present). `bicache logits`: writes
-# n_tokens * n_vocab float32 values and one summary line per position; bad --tokens are refused.
+# n_tokens * n_vocab float32 values and one summary line per position; bad --tokens are refused;
+# BICACHE_MATMUL=f32 gives the same logits.
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -67,5 +68,27 @@ done
 rc=0
 "$BIN" logits -m "$M" --tokens "1,$vocab" >"$TMP/out" 2>"$TMP/err" || rc=$?
 if [[ $rc -eq 2 ]] && grep -q '^bicache: ' "$TMP/err"; then echo "ok   logits token id $vocab (= vocab) refused: $(head -n1 "$TMP/err")"; else echo "FAIL logits out-of-vocab id: exit $rc"; cat "$TMP/err"; fail=1; fi
+
+# The f32 matmul path (BICACHE_MATMUL=f32, what CPUs without a oneDNN bf16 kernel run): `info`
+# says which path runs, and its logits match the default path's (the same bf16-rounded operands;
+# only summation order differs where the default is bf16).
+if "$BIN" info -m "$M" | grep -q '^matmul: oneDNN \(bf16\|f32\)'; then echo "ok   info names the matmul precision"; else echo "FAIL info has no matmul line"; fail=1; fi
+if BICACHE_MATMUL=f32 "$BIN" info -m "$M" | grep -q '^matmul: oneDNN f32'; then echo "ok   BICACHE_MATMUL=f32: info says f32"; else echo "FAIL BICACHE_MATMUL=f32 not reported by info"; fail=1; fi
+BICACHE_MATMUL=f32 "$BIN" logits -m "$M" --tokens 1,2,3,4,5 --out "$TMP/logits32.f32" >/dev/null
+python3 - "$TMP/logits.f32" "$TMP/logits32.f32" "$vocab" <<'PY' || fail=1
+import struct, sys
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+assert len(a) == len(b), (len(a), len(b))
+n = len(a) // 4
+x, y = struct.unpack("<%df" % n, a), struct.unpack("<%df" % n, b)
+v = int(sys.argv[3])
+diff = max(abs(p - q) for p, q in zip(x, y))
+scale = max(abs(p) for p in x)
+assert diff <= 0.02 * scale, "f32 path logits differ by %g (max |logit| %g)" % (diff, scale)
+am = lambda z, r: max(range(v), key=lambda i: z[r * v + i])
+same = sum(am(x, r) == am(y, r) for r in range(n // v))
+assert same == n // v, "argmax differs at %d of %d positions" % (n // v - same, n // v)
+print("ok   f32 matmul path: logits within %.2g of the default path's (max |logit| %.3g), same argmax" % (diff, scale))
+PY
 
 exit $fail
