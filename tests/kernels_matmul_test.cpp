@@ -1,5 +1,5 @@
-// Linear (oneDNN matmul, bf16 or f32: kernels::ActiveMatmulPrecision) against a double-precision reference on bf16-rounded inputs, and
-// DequantizeRow on hand-built blocks with known values.
+// Linear (oneDNN matmul, bf16 or f32: kernels::ActiveMatmulPrecision) against a double-precision
+// reference on bf16-rounded inputs, and DequantizeRow on hand-built blocks with known values.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -210,21 +210,15 @@ Linear Linear::FromF32(const float* w, size_t out, size_t in) {
     throw Error(ErrorKind::kInvalidArgument, "linear: zero-sized weight [" + std::to_string(out) +
                                                  ", " + std::to_string(in) + "]");
   }
-  Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->in = in;
-  l.impl_->out = out;
-  l.impl_->precision = ActiveMatmulPrecision();
-  l.impl_->owned.resize(out * in);
-  F32ToBf16(w, l.impl_->owned.data(), out * in);
-  if (l.impl_->precision == MatmulPrecision::kF32) {
-    l.impl_->w32.resize(out * in);
-    Bf16ToF32(l.impl_->owned.data(), l.impl_->w32.data(), out * in);
-    std::vector<uint16_t>().swap(l.impl_->owned);
-    return l;
-  }
-  l.impl_->w = l.impl_->owned.data();
-  return l;
+  // An F32 tensor [out, in] takes FromTensor's conversion (to bf16, or the widened bf16 values).
+  format::TensorInfo t;
+  t.name = "linear";
+  t.ne = {in, out};
+  t.type = format::TensorType::F32;
+  t.n_elements = out * in;
+  t.n_bytes = out * in * sizeof(float);
+  t.data = reinterpret_cast<const uint8_t*>(w);
+  return FromTensor(t);
 }
 
 Linear Linear::FromTensor(const format::TensorInfo& t) {
