@@ -58,4 +58,20 @@ else
   echo "FAIL unknown BICACHE_MATMUL: exit $rc (want 2):"; cat "$TMP/err"; fail=1
 fi
 
+# BICACHE_MATMUL=bf16 on a CPU without a oneDNN bf16 kernel (`info` says so) is refused by name;
+# where the kernel exists it runs.
+rc=0
+BICACHE_MATMUL=bf16 "$BIN" generate -m "$M" -p hi >"$TMP/out" 2>"$TMP/err" || rc=$?
+if "$BIN" info -m "$M" | grep -q 'no oneDNN bf16 matmul kernel'; then
+  if [[ $rc -eq 2 ]] && grep -q "^bicache: .*BICACHE_MATMUL=bf16: oneDNN has no bf16 matmul kernel" "$TMP/err"; then
+    echo "ok   BICACHE_MATMUL=bf16 without a bf16 kernel (exit $rc): $(head -n1 "$TMP/err")"
+  else
+    echo "FAIL BICACHE_MATMUL=bf16 without a bf16 kernel: exit $rc (want 2):"; cat "$TMP/err"; fail=1
+  fi
+elif [[ $rc -eq 0 ]]; then
+  echo "ok   BICACHE_MATMUL=bf16 runs where the CPU has a bf16 kernel"
+else
+  echo "FAIL BICACHE_MATMUL=bf16 with a bf16 kernel: exit $rc:"; cat "$TMP/err"; fail=1
+fi
+
 exit $fail
