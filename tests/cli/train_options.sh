@@ -432,6 +432,21 @@ else
   echo "FAIL train.py with pre 'gpt2-nodigits': unexpected output: $out"; fail=1
 fi
 
+# --steps: a step budget that stops training whichever of it and --minutes comes first, saving the
+# checkpoint at the step reached; a resumed run counts its own steps.
+STEPDIR="$TOKDIR/steps"
+for want in 2 3; do
+  n=$((want == 2 ? 2 : 1))
+  if out=$("$PY" "$SRC/tools/train/train.py" --ckpt-dir "$STEPDIR" $([ "$want" = 2 ] && echo --fresh) --steps "$n" \
+      --new-cycle --minutes 30 --batch 4 --eval-n 0 --threads 1 --precision f32 2>&1) &&
+      grep -q "stopped at step $want after $n steps" <<<"$out" &&
+      [ "$("$PY" -c 'import sys, torch; print(torch.load(sys.argv[1])["step"])' "$STEPDIR/latest.pt")" = "$want" ]; then
+    echo "ok   --steps $n stops at step $want and saves it"
+  else
+    echo "FAIL --steps $n: expected a checkpoint at step $want: $(tail -3 <<<"$out")"; fail=1
+  fi
+done
+
 # refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
 # "argument OPTION: PATTERN".
 refuse() {
@@ -456,6 +471,7 @@ for opt in --p-drill --p-named; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
+for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive integer"; done
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

@@ -95,6 +95,17 @@ def share(text):
     return v
 
 
+def positive_int(text):
+    """argparse type of --steps: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return v
+
+
 def drill_ops(text):
     """argparse type of --drill-ops: a non-empty subset of "+-*", each operation once."""
     if not text or any(c not in suite.DRILL_OPS for c in text) or len(set(text)) != len(text):
@@ -537,6 +548,10 @@ def evaluate(model, tok, samples, gen_length, steps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=85, help="wall budget of this invocation")
+    ap.add_argument("--steps", type=positive_int, default=None,
+                    help="step budget of this invocation (stops at whichever of --minutes and --steps comes first); "
+                         "with --new-cycle the cosine cycle spans these steps, so a phase does the same updates on "
+                         "a fast or a slow machine")
     ap.add_argument("--total-minutes", type=float, default=None,
                     help="cumulative training time the LR schedule spans (default: minutes + already done)")
     ap.add_argument("--curriculum-minutes", type=float, default=35, help="(unused; curriculum is accuracy gated)")
@@ -586,7 +601,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=150)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gen-length", type=int, default=fmt.GEN_LENGTH)
-    ap.add_argument("--eval-n", type=int, default=30, help="held-out samples per family")
+    ap.add_argument("--eval-n", type=int, default=30, help="held-out samples per family (0: no held-out checks)")
     ap.add_argument("--eval-steps", type=int, default=16)
     ap.add_argument("--eval-every", type=float, default=9.0, help="minutes")
     ap.add_argument("--save-every", type=float, default=5.0, help="minutes")
@@ -679,9 +694,14 @@ def main():
         now = time.time()
         if now - t_start > args.minutes * 60 or done_s >= total_s:
             break
+        if args.steps is not None and step - step0 >= args.steps:
+            break
         prog = done_s / (args.curriculum_minutes * 60)
         if args.new_cycle:
-            frac = min(1.0, (now - t_start) / ((args.cycle_minutes or args.minutes) * 60))
+            if args.steps is not None and args.cycle_minutes is None:
+                frac = (step - step0) / args.steps
+            else:
+                frac = min(1.0, (now - t_start) / ((args.cycle_minutes or args.minutes) * 60))
             wu = min(1.0, (step - step0 + 1) / 50)
         else:
             frac = min(1.0, done_s / total_s)
@@ -754,7 +774,7 @@ def main():
         if t1 - last_save > args.save_every * 60:
             save()
             last_save = time.time()
-        if t1 - last_eval > args.eval_every * 60:
+        if eval_set and t1 - last_eval > args.eval_every * 60:
             te = time.time()
             acc, ex = evaluate(model, tok, eval_set, args.gen_length, args.eval_steps)
             log("EVAL step %d " % step + " ".join("%s=%.3f" % (f, a) for f, a in acc.items()),
@@ -762,6 +782,9 @@ def main():
             last_eval = time.time()
             t_seg = time.time()  # do not count eval time as training time
     save()
+    log("stopped at step %d after %d steps, %.1f min" % (step, step - step0, (time.time() - t_start) / 60))
+    if not eval_set:
+        return
     acc, ex = evaluate(model, tok, eval_set, args.gen_length, args.eval_steps)
     log("FINAL EVAL step %d " % step + " ".join("%s=%.3f" % (f, a) for f, a in acc.items()), json.dumps(ex))
 
