@@ -433,13 +433,16 @@ else
 fi
 
 # --steps: a step budget that stops training whichever of it and --minutes comes first, saving the
-# checkpoint at the step reached; a resumed run counts its own steps.
+# checkpoint at the step reached; a resumed run counts its own steps. With --new-cycle the cosine
+# cycle spans the steps: the second of 2 steps is halfway, lr 1e-3 * warmup 2/50 * (0.1 + 0.9 *
+# 0.5) = 2.20e-05 (a 30-minute cycle would still be at its start, ~4.00e-05).
 STEPDIR="$TOKDIR/steps"
 for want in 2 3; do
   n=$((want == 2 ? 2 : 1))
   if out=$("$PY" "$SRC/tools/train/train.py" --ckpt-dir "$STEPDIR" $([ "$want" = 2 ] && echo --fresh) --steps "$n" \
       --new-cycle --minutes 30 --batch 4 --eval-n 0 --threads 1 --precision f32 2>&1) &&
       grep -q "stopped at step $want after $n steps" <<<"$out" &&
+      { [ "$want" != 2 ] || grep -q "last lr 2.20e-05" <<<"$out"; } &&
       [ "$("$PY" -c 'import sys, torch; print(torch.load(sys.argv[1])["step"])' "$STEPDIR/latest.pt")" = "$want" ]; then
     echo "ok   --steps $n stops at step $want and saves it"
   else

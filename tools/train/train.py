@@ -100,7 +100,7 @@ def positive_int(text):
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+        v = 0
     if v < 1:
         raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
     return v
@@ -782,7 +782,8 @@ def main():
             last_eval = time.time()
             t_seg = time.time()  # do not count eval time as training time
     save()
-    log("stopped at step %d after %d steps, %.1f min" % (step, step - step0, (time.time() - t_start) / 60))
+    log("stopped at step %d after %d steps, %.1f min, last lr %.2e" % (
+        step, step - step0, (time.time() - t_start) / 60, opt.param_groups[0]["lr"]))
     if not eval_set:
         return
     acc, ex = evaluate(model, tok, eval_set, args.gen_length, args.eval_steps)
