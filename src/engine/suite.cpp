@@ -50,7 +50,8 @@ std::vector<SuiteSample> LoadSuite(const std::string& path) {
         if (required) throw Error(ErrorKind::kFormat, where + ": missing field '" + key + "'");
         return "";
       }
-      if (!j[key].is_string()) throw Error(ErrorKind::kFormat, where + ": field '" + key + "' must be a string");
+      if (!j[key].is_string())
+        throw Error(ErrorKind::kFormat, where + ": field '" + key + "' must be a string");
       return j[key].get<std::string>();
     };
     SuiteSample s;
@@ -68,7 +69,9 @@ std::vector<SuiteSample> LoadSuite(const std::string& path) {
   return out;
 }
 
-std::string DefaultSuitePath() { return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout.jsonl"; }
+std::string DefaultSuitePath() {
+  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout.jsonl";
+}
 
 Prompt SamplePrompt(const LoadedModel& model, const SuiteSample& sample) {
   return model.ChatPrompt({{"system", sample.prefix}, {"user", sample.prompt}});
@@ -78,6 +81,13 @@ bool IsCorrect(const SuiteSample& sample, const std::string& answer_text) {
   if (sample.family == "arith") {
     const std::string want = FinalNumber(sample.answer), got = FinalNumber(answer_text);
     return !want.empty() && want == got;
+  }
+  const size_t marker = sample.answer.rfind("####");
+  // A worked answer ("rule NAME. #### OUTPUT"): the text after the marker is scored.
+  if (marker != std::string::npos) {
+    const size_t got = answer_text.rfind("####");
+    return got != std::string::npos &&
+           Trim(answer_text.substr(got + 4)) == Trim(sample.answer.substr(marker + 4));
   }
   return Trim(answer_text) == Trim(sample.answer);
 }

@@ -6,7 +6,8 @@
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
 # are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q / --drill-ops
-# (arithmetic drill rows) and --p-named (rule rows that name their rule); --t-min (the lowest answer mask ratio); the tokenizer JSON's
+# (arithmetic drill rows), --p-named (rule rows that name their rule) and --p-worked (rule rows
+# whose answers name the rule before '####'); --t-min (the lowest answer mask ratio); the tokenizer JSON's
 # pre-tokenizer ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
@@ -225,10 +226,40 @@ for _ in range(30):
 assert kinds == {"rule", "rule-named"}, kinds
 print("ok   --p-named 0.5 -> %d named rule rows, each naming the rule its examples follow" % named)
 
+# --p-worked: the other rule rows answer "rule NAME. #### OUTPUT" with NAME a rule that maps every
+# example and OUTPUT its result on the query; every token before "####" is an always-masked target
+# (so no turn's rule name is visible to another), and the --rule-sup links join the output letters
+# after the marker to the query letters.
+b = train.Batcher(tok, 24, set(), 32)
+b.p_doc, b.p_rule, b.p_named, b.p_worked = 0.0, 1.0, 0.3, 1.0
+kinds, worked = set(), 0
+marker = tok.encode(" ####")[0]
+for _ in range(30):
+    ids, _, first, plen, fam, links = b.sample(0.0)
+    kinds.add(fam)
+    if fam != "rule-worked":
+        continue
+    text = tok.decode(ids, skip_special=True)
+    ex = re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)\n", text + "\n")
+    qa = re.findall(r"input: ([a-z ]+) -> output:\s+rule (\w+)\. #### ([a-z ]+)", text)
+    assert ex and qa and ("Name the rule" in text or "name it" in text), text
+    for x, name, y in qa:
+        f = suite.RULES[name]
+        assert all(" ".join(f(i.split())) == o.strip() for i, o in ex), (name, ex)
+        assert " ".join(f(x.split())) == y.strip(), (name, x, y)
+    masked = tok.decode([t for t, f1 in zip(ids, first) if f1], skip_special=True)
+    assert masked == "".join(" rule %s." % name for _, name, _ in qa), masked
+    outs = {o for o, _ in links}
+    assert all(ids[o - 1] == marker or o - 1 in outs for o in outs), "a link before the marker"
+    assert len(outs) == sum(len(y.split()) for _, _, y in qa), (len(outs), qa)
+    worked += 1
+assert kinds == {"rule-named", "rule-worked"} and worked, kinds
+print("ok   --p-worked 1 -> %d worked rule rows: the named rule maps the examples, its name masked, links after '####'" % worked)
+
 b = train.Batcher(tok, 23, set(), 32)
 b.p_doc = 0.3
 assert {b.sample(0.0)[4] for _ in range(40)} <= {"docqa", "docqa-bind", "rule", "arith"}
-print("ok   without the flags no drill or named rows")
+print("ok   without the flags no drill, named or worked rows")
 EOF
 
 # docqa_links (the positions --att-sup supervises): one link per docqa question; its fact is the

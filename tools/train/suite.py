@@ -8,7 +8,9 @@ answer cannot be produced without reading it:
   docqa : prefix = instruction + document of facts about synthetic entities;
           prompt asks one fact; answer = one value word.
   rule  : prefix = instruction + k (3-6) examples of ONE hidden letter
-          transformation; prompt = new input; answer = transformed letters.
+          transformation; prompt = new input; answer = transformed letters
+          (worked format, --rule-worked: "rule NAME. #### letters", the
+          instruction asks to name the rule; only the letters are scored).
   arith : prefix = instruction defining how many items a box holds + 2-4
           worked examples; prompt = new word problem that needs the box size;
           answer = short worked steps ending with "#### <number>".
@@ -137,6 +139,14 @@ RULE_INSTR = [
     "Each example applies the same hidden rule. Apply it to the new input.",
     "Find the rule from the examples and use it on the new input.",
 ]
+# "Worked" rule answers name the rule the examples show, then give the output after "####", as
+# arith's answers end in "#### N"; the score reads what follows the last "####" (format.score).
+# As many instructions as RULE_INSTR, so a worked group draws the same random numbers as a plain one.
+RULE_INSTR_WORKED = [
+    "Each example applies the same hidden rule. Name the rule, then apply it to the new input.",
+    "Find the rule from the examples, name it and use it on the new input.",
+]
+RULE_WORKED = "rule %s. #### %s"
 
 PEOPLE = ["Tom", "Ana", "Sam", "Mia", "Leo", "Eva", "Max", "Zoe", "Ben", "Ivy"]
 ITEMS = ["apples", "pens", "books", "coins", "cards", "shells", "stickers", "marbles"]
@@ -240,9 +250,10 @@ def _letters(rng, lo, hi):
     return rng.sample(LETTERS, rng.randint(lo, hi))
 
 
-def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False):
+def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False, worked=False):
     """named (training only): the instruction names the rule (RULE_NAMED_INSTR), so the row
-    teaches applying a known transformation apart from telling which one the examples show."""
+    teaches applying a known transformation apart from telling which one the examples show.
+    worked: the answers name the rule first (RULE_WORKED, "rule rotate. #### b c a"); same draws."""
     name = rng.choice(RULE_NAMES)
     f = RULES[name]
     lines = []
@@ -250,12 +261,13 @@ def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False):
         x = _letters(rng, 3, 6)
         lines.append("input: " + " ".join(x) + " -> output: " + " ".join(f(x)))
     pre = _preamble(rng, n_preamble)
-    instr = (RULE_NAMED_INSTR % name) if named else rng.choice(RULE_INSTR)
+    instr = (RULE_NAMED_INSTR % name) if named else rng.choice(RULE_INSTR_WORKED if worked else RULE_INSTR)
     prefix = pre + instr + "\n" + "\n".join(lines)
 
     def draw():
         x = _letters(rng, 3, 6)
-        return "input: " + " ".join(x) + " -> output:", " ".join(f(x))
+        out = " ".join(f(x))
+        return "input: " + " ".join(x) + " -> output:", (RULE_WORKED % (name, out)) if worked else out
 
     return prefix, _questions(draw, n_q, heldout), name
 
@@ -374,8 +386,9 @@ def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=No
         if no_instr is None:
             no_instr = nf <= 3 and rng.random() < 0.5
         return docqa_group(rng, nf, n_q, heldout, n_preamble, no_instr, n_attrs, templates)
-    if family in ("rule", "rule-named"):
-        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble, named=family == "rule-named")
+    if family in ("rule", "rule-named", "rule-worked"):
+        p, qs, _ = rule_group(rng, rng.randint(3, 6), n_q, heldout, n_preamble, named=family == "rule-named",
+                              worked=family == "rule-worked")
         return p, qs
     if family == "arith":
         return arith_group(rng, rng.randint(2, 4), n_q, heldout, n_preamble)
@@ -387,8 +400,9 @@ def gen_group(rng, family, heldout, n_q, facts=(3, 8), n_preamble=0, no_instr=No
 FAMILIES = ["docqa", "rule", "arith"]
 
 
-def make_heldout(seed=1234, per_family=100):
-    """Held-out suite: groups of ~4 questions per prefix."""
+def make_heldout(seed=1234, per_family=100, rule_worked=False):
+    """Held-out suite: groups of ~4 questions per prefix. rule_worked: the rule groups in the
+    worked format (same examples and queries, RULE_INSTR_WORKED, answers RULE_WORKED)."""
     rng = random.Random(seed)
     out = []
     for fam in FAMILIES:
@@ -409,7 +423,8 @@ def make_heldout(seed=1234, per_family=100):
             elif u > 0.6:
                 n_pre = rng.randint(1, 4)
             nq = min(4, per_family - n)
-            prefix, qs = gen_group(rng, fam, True, nq, facts=facts, n_preamble=n_pre, no_instr=no_instr)
+            gen_fam = "rule-worked" if fam == "rule" and rule_worked else fam
+            prefix, qs = gen_group(rng, gen_fam, True, nq, facts=facts, n_preamble=n_pre, no_instr=no_instr)
             pid = "%s-%03d" % (fam, g)
             for i, (p, a) in enumerate(qs):
                 out.append({"id": "%s-%d" % (pid, i), "family": fam, "prefix": prefix,
@@ -463,9 +478,11 @@ def main():
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--test", action="store_true")
+    ap.add_argument("--rule-worked", action="store_true",
+                    help="held-out rule answers in the worked format (\"rule NAME. #### OUTPUT\")")
     args = ap.parse_args()
     if args.heldout:
-        h = make_heldout()
+        h = make_heldout(rule_worked=args.rule_worked)
         with open(args.heldout, "w") as f:
             for s in h:
                 f.write(json.dumps(s) + "\n")

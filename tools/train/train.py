@@ -49,10 +49,12 @@ def log(*a):
 # ----------------------------------------------------------------------------
 # data
 
-def build_sequence(tok, prefix, qs, gen_length):
+def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
     """Returns (ids, is_answer, is_first, plen) for a packed multi-turn sequence
     (is_first marks the first token of every answer: always masked in SFT rows;
-    plen = tokens of the shared prefix span, the part BiCache caches)."""
+    plen = tokens of the shared prefix span, the part BiCache caches).
+    first_to_marker (worked rule rows): is_first marks every answer token before "####" (the rule's
+    name), so no turn's name is visible to the others: each must be told from the examples."""
     ids = tok.encode(fmt.prefix_text(prefix))
     plen = len(ids)
     ans = [False] * len(ids)
@@ -69,7 +71,11 @@ def build_sequence(tok, prefix, qs, gen_length):
             c = tok.encode(fmt.answer_text(a), allow_special=False) + [eot]
         ids += c
         ans += [True] * len(c)
-        first += [True] + [False] * (len(c) - 1)
+        n_first = 1
+        if first_to_marker:
+            marker = tok.encode(" ####")[0]
+            n_first = c.index(marker) if marker in c else 1
+        first += [True] * n_first + [False] * (len(c) - n_first)
     return ids, ans, first, plen
 
 
@@ -163,6 +169,8 @@ class Batcher:
         self.value_ids = set(self._one_token(v) for v in suite.VALUES)
         self.dot_id = self._one_token(".", space=False)
         self.letter_ids = {self._one_token(c): c for c in suite.LETTERS}
+        self.marker_id = self._one_token("####")
+        self.rule_word_id = self._one_token("rule")
 
     def _one_token(self, word, space=True):
         ids = self.tok.encode((" " if space else "") + word)
@@ -201,11 +209,13 @@ class Batcher:
         so the source of a copied letter is where it sits in the input; for `shift` (every output
         letter the input's next one) it is the letter at the same index."""
         links = []
-        starts = [p for p in range(len(ids)) if first[p]]
+        starts = [p for p in range(len(ids)) if first[p] and not first[p - 1]]
         prev = plen
         for a in starts:
             src = [p for p in range(prev, a) if ids[p] in self.letter_ids]  # the query's input letters
             xs = [self.letter_ids[ids[p]] for p in src]
+            if ids[a] == self.rule_word_id:  # worked, "rule NAME. #### OUTPUT": letters follow the marker
+                a = next((p + 1 for p in range(a, len(ids)) if ids[p] == self.marker_id), a)
             outs = []
             for p in range(a, len(ids)):
                 if ids[p] not in self.letter_ids:
@@ -228,6 +238,7 @@ class Batcher:
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
+    p_worked = 0.0  # share of the other rule rows whose answers name the rule first ("rule-worked")
     p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
     drill_q = (12, 16)  # questions per drill row
     drill_ops = suite.DRILL_OPS  # the operations drill rows ask
@@ -267,6 +278,8 @@ class Batcher:
             facts = (3, 8)
             if self.p_named > 0 and self.rng.random() < self.p_named:
                 fam = "rule-named"
+            elif self.p_worked > 0 and self.rng.random() < self.p_worked:
+                fam = "rule-worked"
         else:
             nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
@@ -276,7 +289,7 @@ class Batcher:
         gen_fam = "docqa" if fam.startswith("docqa") else fam
         prefix, qs = self.ts.group(gen_fam, nq, facts=facts, n_preamble=npre, n_attrs=n_attrs,
                                    templates=templates, drill_ops=self.drill_ops)
-        ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen)
+        ids, ans, first, plen = build_sequence(self.tok, prefix, qs, self.gen, first_to_marker=fam == "rule-worked")
         if fam.startswith("docqa"):
             links = self.docqa_links(ids, first, plen)
         elif fam.startswith("rule"):
@@ -588,6 +601,9 @@ def main():
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--p-named", type=share, default=0.0,
                     help="share of the rule rows whose instruction names the rule (applying a known rule)")
+    ap.add_argument("--p-worked", type=share, default=0.0,
+                    help="share of the other rule rows whose answers name the rule, then give the output "
+                         "after '####' (suite.RULE_WORKED)")
     ap.add_argument("--p-drill", type=share, default=0.0,
                     help="share of the arith rows that are arithmetic drills (single steps, no word problem)")
     ap.add_argument("--drill-q", type=q_range, default=(12, 16), help="LO,HI questions per drill row")
@@ -665,6 +681,7 @@ def main():
     batcher.p_rule = args.p_rule
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.p_named, batcher.p_drill, batcher.drill_q = args.p_named, args.p_drill, args.drill_q
+    batcher.p_worked = args.p_worked
     batcher.drill_ops = args.drill_ops
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tools/train/suite.py, the task-suite generator: the committed held-out suite is what the generator
+# writes (seeded, byte for byte); training never emits a held-out prefix or question; every held-out
+# answer follows from its prefix and prompt by a solver that reads only their text (docqa: the one
+# fact sentence of the asked entity and attribute; rule: every rule of RULES that maps all the
+# examples gives the answer on the query; arith: the problem replayed with the box size the prefix
+# states); prefix ratios span 0.3..0.95; and the worked rule format (--rule-worked) changes only the
+# rule samples' instruction and answers ("rule NAME. #### OUTPUT", NAME a rule of the examples).
+# Usage: suite_generator.sh <bicache binary> <source dir>
+set -euo pipefail
+SRC="$2"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+/usr/bin/python3 "$SRC/tools/train/suite.py" --heldout "$TMP/plain.jsonl" >/dev/null
+/usr/bin/python3 "$SRC/tools/train/suite.py" --heldout "$TMP/worked.jsonl" --rule-worked >/dev/null
+
+/usr/bin/python3 - "$SRC" "$TMP" <<'EOF'
+import json
+import re
+import sys
+
+src, tmp = sys.argv[1], sys.argv[2]
+sys.path.insert(0, src + "/tools/train")
+import bpe
+import format as fmt
+import suite
+
+committed = src + "/tests/data/suite/heldout.jsonl"
+assert open(committed).read() == open(tmp + "/plain.jsonl").read(), \
+    "tests/data/suite/heldout.jsonl is not what suite.py --heldout writes"
+print("ok   the committed held-out suite is suite.py's output, byte for byte")
+held = suite.load_jsonl(committed)
+worked = suite.load_jsonl(tmp + "/worked.jsonl")
+fams = sorted(set(s["family"] for s in held))
+assert fams == ["arith", "docqa", "rule"], fams
+assert all(sum(s["family"] == f for s in held) == 100 for f in fams)
+
+
+def docqa_answer(prefix, prompt):
+    ent = [n for n in suite.NAMES if re.search(r"\b%s\b" % n, prompt)]
+    att = [a for a in suite.ATTR_NAMES if re.search(r"\b%s\b" % a, prompt)]
+    assert len(ent) == 1 and len(att) == 1, (prompt, ent, att)
+    found = set()
+    for sent in re.split(r"(?<=\.)\s+", prefix):
+        if re.search(r"\b%s\b" % ent[0], sent):
+            found |= {v for v in suite.ATTRS[att[0]] if re.search(r"\b%s\b" % v, sent)}
+    assert len(found) == 1, (prompt, found)  # exactly one sentence states the asked fact
+    return found.pop()
+
+
+def letters(text):
+    return text.split()
+
+
+def rules_of(prefix):
+    ex = re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)", prefix)
+    assert len(ex) >= 3, prefix
+    return [n for n, f in suite.RULES.items() if all(f(letters(i)) == letters(o) for i, o in ex)]
+
+
+def rule_answers(prefix, prompt):
+    q = re.fullmatch(r"input: ([a-z ]+) -> output:", prompt)
+    assert q, prompt
+    return {n: " ".join(suite.RULES[n](letters(q.group(1)))) for n in rules_of(prefix)}
+
+
+def arith_answer(prefix, prompt):
+    box = re.search(r"one box holds (\d+) items", prefix)
+    assert box and "box holds" not in prompt, prompt  # the box size is only in the prefix
+    val = int(re.match(r"\w+ has (\d+) boxes", prompt).group(1)) * int(box.group(1))
+    for sent in re.split(r"(?<=\.)\s+", prompt)[1:]:
+        n = re.search(r"(\d+)", sent)
+        if re.search(r"buys \d+ more|gives \w+ \d+ more", sent):
+            val += int(n.group(1))
+        elif re.search(r"gives away|loses", sent):
+            val -= int(n.group(1))
+        elif "doubles" in sent or "triples" in sent or "four times" in sent:
+            val *= 2 if "doubles" in sent else 3 if "triples" in sent else 4
+        else:
+            assert sent.startswith("How many"), sent
+    return val
+
+
+for s in held:
+    p, q, a = s["prefix"], s["prompt"], s["answer"]
+    if s["family"] == "docqa":
+        assert docqa_answer(p, q) == a, s["id"]
+    elif s["family"] == "rule":
+        got = set(rule_answers(p, q).values())
+        assert got == {a}, (s["id"], got, a)  # every rule the examples allow gives the answer
+    else:
+        assert int(a.rsplit("####", 1)[1]) == arith_answer(p, q), s["id"]
+print("ok   all 300 held-out answers follow from prefix + prompt (docqa fact, rule examples, arith box)")
+
+# The answer needs the prefix: with the prefix of another group of the same family, the solver's
+# answer differs for most samples (docqa: the entity is not in most other documents).
+for fam, solve in (("docqa", None), ("rule", rule_answers), ("arith", arith_answer)):
+    group = [s for s in held if s["family"] == fam]
+    prefixes = sorted(set(s["prefix"] for s in group))
+    diff = 0
+    for s in group:
+        alt = prefixes[(prefixes.index(s["prefix"]) + 1) % len(prefixes)]
+        try:
+            got = docqa_answer(alt, s["prompt"]) if fam == "docqa" else solve(alt, s["prompt"])
+        except AssertionError:
+            got = None
+        if fam == "rule":
+            got = got if got is None else set(got.values())
+            diff += got != {s["answer"]}
+        elif fam == "arith":
+            diff += got != int(s["answer"].rsplit("####", 1)[1])
+        else:
+            diff += got != s["answer"]
+    assert diff >= 50, (fam, diff)
+    print("ok   %s: %d of 100 answers change with another group's prefix" % (fam, diff))
+
+assert suite.test_disjoint(held)
+hp = set(s["prefix"] for s in held) | set(s["prefix"] for s in worked)
+hq = set(s["prompt"] for s in held)
+ts = suite.TrainStream(11, hp)
+for i in range(600):
+    fam = ["rule-worked", "rule-named", "arith-drill"][i % 3]
+    p, qs = ts.group(fam, 4)
+    assert p not in hp and not any(q in hq or suite.is_heldout_question(q) for q, _ in qs)
+print("ok   training groups (all families, worked / named rules, drills) share no prefix or question with the held-out suite")
+
+tok = bpe.Tokenizer.load(src + "/tools/train/tokenizer.json")
+ratios = []
+for s in held:
+    n_pre = len(tok.encode(fmt.prefix_text(s["prefix"])))
+    n_req = len(tok.encode(fmt.turn_text(s["prompt"])))
+    ratios.append(n_pre / (n_pre + n_req + fmt.GEN_LENGTH))
+assert min(ratios) <= 0.3 and max(ratios) >= 0.95, (min(ratios), max(ratios))
+print("ok   prefix ratios span %.2f..%.2f" % (min(ratios), max(ratios)))
+
+assert len(worked) == len(held)
+for s, w in zip(held, worked):
+    if s["family"] != "rule":
+        assert s == w, s["id"]
+        continue
+    assert (w["id"], w["prompt"]) == (s["id"], s["prompt"])
+    m = re.fullmatch(r"rule (\w+)\. #### ([a-z ]+)", w["answer"])
+    assert m and m.group(2) == s["answer"], w["answer"]
+    assert m.group(1) in rules_of(w["prefix"]), w["id"]  # the named rule is one the examples show
+    ex = lambda prefix: [l for l in prefix.split("\n") if l.startswith("input:")]
+    assert w["prefix"] != s["prefix"] and ex(w["prefix"]) == ex(s["prefix"])
+    assert fmt.score("rule", "rule swap. #### " + s["answer"], w["answer"])
+    assert not fmt.score("rule", s["answer"], w["answer"])
+print("ok   --rule-worked: only rule samples change (instruction, 'rule NAME. #### OUTPUT' answers)")
+EOF
