@@ -501,11 +501,12 @@ for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
 for bad in "" "/" "++" "+x"; do refuse --drill-ops "$bad" "expected operations"; done
 for bad in "1.5" "-0.1" "most"; do refuse --t-min "$bad" "expected a share"; done
-for opt in --p-drill --p-named; do
+for opt in --p-drill --p-named --p-worked; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
 for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive integer"; done
+for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

@@ -112,6 +112,17 @@ def positive_int(text):
     return v
 
 
+def count(text):
+    """argparse type of --eval-n: an integer >= 0."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError("expected a whole number >= 0, got %r" % text)
+    return v
+
+
 def drill_ops(text):
     """argparse type of --drill-ops: a non-empty subset of "+-*", each operation once."""
     if not text or any(c not in suite.DRILL_OPS for c in text) or len(set(text)) != len(text):
@@ -617,7 +628,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=150)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gen-length", type=int, default=fmt.GEN_LENGTH)
-    ap.add_argument("--eval-n", type=int, default=30, help="held-out samples per family (0: no held-out checks)")
+    ap.add_argument("--eval-n", type=count, default=30, help="held-out samples per family (0: no held-out checks)")
     ap.add_argument("--eval-steps", type=int, default=16)
     ap.add_argument("--eval-every", type=float, default=9.0, help="minutes")
     ap.add_argument("--save-every", type=float, default=5.0, help="minutes")
