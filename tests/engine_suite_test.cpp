@@ -34,13 +34,13 @@ TEST(SuiteScore, ArithComparesTheIntegerAfterTheLastMarker) {
 }
 
 TEST(SuiteScore, WorkedAnswersCompareTheTextAfterTheLastMarker) {
-  const SuiteSample s = Sample("rule", "rule rotate. #### b c a");
-  EXPECT_TRUE(IsCorrect(s, "rule rotate. #### b c a"));
-  EXPECT_TRUE(IsCorrect(s, "rule swap. ####  b c a "));  // the named rule is not scored
-  EXPECT_FALSE(IsCorrect(s, "rule rotate. #### b a c"));
-  EXPECT_FALSE(IsCorrect(s, "rule rotate. #### b c a d"));
+  const SuiteSample s = Sample("rule", "rule T. #### b c a");
+  EXPECT_TRUE(IsCorrect(s, "rule T. #### b c a"));
+  EXPECT_TRUE(IsCorrect(s, "rule P. ####  b c a "));  // the named rule is not scored
+  EXPECT_FALSE(IsCorrect(s, "rule T. #### b a c"));
+  EXPECT_FALSE(IsCorrect(s, "rule T. #### b c a d"));
   EXPECT_FALSE(IsCorrect(s, "b c a"));  // the marker is part of the format
-  EXPECT_FALSE(IsCorrect(s, "rule rotate."));
+  EXPECT_FALSE(IsCorrect(s, "rule T."));
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ bool IsCorrect(const SuiteSample& sample, const std::string& answer_text) {
     return !want.empty() && want == got;
   }
   const size_t marker = sample.answer.rfind("####");
-  // A worked answer ("rule NAME. #### OUTPUT"): the text after the marker is scored.
+  // A worked answer ("rule T. #### OUTPUT", T the rule's letter): the text after the marker is scored.
   if (marker != std::string::npos) {
     const size_t got = answer_text.rfind("####");
     return got != std::string::npos &&

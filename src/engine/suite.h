@@ -21,7 +21,7 @@ std::string DefaultSuitePath();
 // everything before the user turn.
 Prompt SamplePrompt(const LoadedModel& model, const SuiteSample& sample);
 // Exact match after trimming; `arith` compares the integer after the last "####"; a worked answer
-// of another family (one holding "####", e.g. rule's "rule NAME. #### OUTPUT") compares the trimmed
+// of another family (one holding "####", e.g. rule's "rule T. #### OUTPUT") compares the trimmed
 // text after the last "####", so the rationale before it is not scored.
 bool IsCorrect(const SuiteSample& sample, const std::string& answer_text);
 // Families in first-appearance order.

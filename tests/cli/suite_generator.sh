@@ -5,7 +5,7 @@
 # fact sentence of the asked entity and attribute; rule: every rule of RULES that maps all the
 # examples gives the answer on the query; arith: the problem replayed with the box size the prefix
 # states); prefix ratios span 0.3..0.95; and the worked rule format (--rule-worked) changes only the
-# rule samples' instruction and answers ("rule NAME. #### OUTPUT", NAME a rule of the examples).
+# rule samples' instruction and answers ("rule T. #### OUTPUT", T the letter of a rule of the examples, named in the instruction).
 # Usage: suite_generator.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -140,12 +140,14 @@ for s, w in zip(held, worked):
         assert s == w, s["id"]
         continue
     assert (w["id"], w["prompt"]) == (s["id"], s["prompt"])
-    m = re.fullmatch(r"rule (\w+)\. #### ([a-z ]+)", w["answer"])
+    m = re.fullmatch(r"rule ([A-Z])\. #### ([a-z ]+)", w["answer"])
     assert m and m.group(2) == s["answer"], w["answer"]
-    assert m.group(1) in rules_of(w["prefix"]), w["id"]  # the named rule is one the examples show
+    label = {v: k for k, v in suite.RULE_LABELS.items()}[m.group(1)]
+    assert label in rules_of(w["prefix"]), w["id"]  # the rule named is one the examples show
+    assert "%s %s" % (m.group(1), label) in w["prefix"], w["id"]  # and the instruction says so
     ex = lambda prefix: [l for l in prefix.split("\n") if l.startswith("input:")]
     assert w["prefix"] != s["prefix"] and ex(w["prefix"]) == ex(s["prefix"])
-    assert fmt.score("rule", "rule swap. #### " + s["answer"], w["answer"])
+    assert fmt.score("rule", "rule P. #### " + s["answer"], w["answer"])
     assert not fmt.score("rule", s["answer"], w["answer"])
-print("ok   --rule-worked: only rule samples change (instruction, 'rule NAME. #### OUTPUT' answers)")
+print("ok   --rule-worked: only rule samples change (instruction, 'rule T. #### OUTPUT' answers)")
 EOF

@@ -226,8 +226,8 @@ for _ in range(30):
 assert kinds == {"rule", "rule-named"}, kinds
 print("ok   --p-named 0.5 -> %d named rule rows, each naming the rule its examples follow" % named)
 
-# --p-worked: the other rule rows answer "rule NAME. #### OUTPUT" with NAME a rule that maps every
-# example and OUTPUT its result on the query; every token before "####" is an always-masked target
+# --p-worked: the other rule rows answer "rule T. #### OUTPUT" with T the letter of a rule that maps
+# every example and OUTPUT its result on the query; every token before "####" is an always-masked target
 # (so no turn's rule name is visible to another), and the --rule-sup links join the output letters
 # after the marker to the query letters.
 b = train.Batcher(tok, 24, set(), 32)
@@ -241,14 +241,16 @@ for _ in range(30):
         continue
     text = tok.decode(ids, skip_special=True)
     ex = re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)\n", text + "\n")
-    qa = re.findall(r"input: ([a-z ]+) -> output:\s+rule (\w+)\. #### ([a-z ]+)", text)
-    assert ex and qa and ("Name the rule" in text or "name it" in text), text
-    for x, name, y in qa:
+    qa = re.findall(r"input: ([a-z ]+) -> output:\s+rule ([A-Z])\. #### ([a-z ]+)", text)
+    assert ex and qa and ("Name its letter" in text or "give its letter" in text), text
+    names = {v: k for k, v in suite.RULE_LABELS.items()}
+    for x, label, y in qa:
+        name = names[label]
         f = suite.RULES[name]
         assert all(" ".join(f(i.split())) == o.strip() for i, o in ex), (name, ex)
         assert " ".join(f(x.split())) == y.strip(), (name, x, y)
     masked = tok.decode([t for t, f1 in zip(ids, first) if f1], skip_special=True)
-    assert masked == "".join(" rule %s." % name for _, name, _ in qa), masked
+    assert masked == "".join(" rule %s." % label for _, label, _ in qa), masked
     outs = {o for o, _ in links}
     assert all(ids[o - 1] == marker or o - 1 in outs for o in outs), "a link before the marker"
     assert len(outs) == sum(len(y.split()) for _, _, y in qa), (len(outs), qa)

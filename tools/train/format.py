@@ -20,7 +20,7 @@ words / letters / numbers are the same tokens as inside the prefix), then
 end-of-turn, then EOS padding (LLaDA SFT style).  To read a generated answer:
 cut the canvas at the first <|eot|> or <|eos|>, decode, strip whitespace.
 Scoring: docqa / rule exact match after strip; arith compares the integer after
-the last "####"; a worked rule answer ("rule NAME. #### OUTPUT") compares the text
+the last "####"; a worked rule answer ("rule T. #### OUTPUT") compares the text
 after the last "####".
 
 Training sequences may pack several turns after one prefix:
@@ -85,6 +85,6 @@ def score(family, pred, answer):
             t = s.rsplit("####", 1)[1].strip().split()
             return t[0] if t else None
         return num(pred) is not None and num(pred) == num(answer)
-    if "####" in answer:  # a worked answer (rule's "rule NAME. #### OUTPUT"): the text after the marker
+    if "####" in answer:  # a worked answer (rule's "rule T. #### OUTPUT"): the text after the marker
         return "####" in pred and pred.rsplit("####", 1)[1].strip() == answer.rsplit("####", 1)[1].strip()
     return pred.strip() == answer.strip()

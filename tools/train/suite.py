@@ -9,8 +9,9 @@ answer cannot be produced without reading it:
           prompt asks one fact; answer = one value word.
   rule  : prefix = instruction + k (3-6) examples of ONE hidden letter
           transformation; prompt = new input; answer = transformed letters
-          (worked format, --rule-worked: "rule NAME. #### letters", the
-          instruction asks to name the rule; only the letters are scored).
+          (worked format, --rule-worked: "rule T. #### letters", the
+          instruction lists the rules' letters and asks for the rule's letter
+          first; only the letters after "####" are scored).
   arith : prefix = instruction defining how many items a box holds + 2-4
           worked examples; prompt = new word problem that needs the box size;
           answer = short worked steps ending with "#### <number>".
@@ -139,14 +140,17 @@ RULE_INSTR = [
     "Each example applies the same hidden rule. Apply it to the new input.",
     "Find the rule from the examples and use it on the new input.",
 ]
-# "Worked" rule answers name the rule the examples show, then give the output after "####", as
+# "Worked" rule answers name the rule the examples show by a one-token letter (a multi-token name
+# decoded in parallel mixes the names' pieces: "rule kortp."), then give the output after "####", as
 # arith's answers end in "#### N"; the score reads what follows the last "####" (format.score).
 # As many instructions as RULE_INSTR, so a worked group draws the same random numbers as a plain one.
+RULE_LABELS = {"reverse": "R", "rotate": "T", "sort": "S", "shift": "F", "duplicate": "D", "swap": "P"}
+_LEGEND = "R reverse, T rotate, S sort, F shift, D duplicate, P swap pairs"
 RULE_INSTR_WORKED = [
-    "Each example applies the same hidden rule. Name the rule, then apply it to the new input.",
-    "Find the rule from the examples, name it and use it on the new input.",
+    "Each example applies the same hidden rule (%s). Name its letter, then apply it to the new input." % _LEGEND,
+    "Find the rule from the examples (%s), give its letter and use it on the new input." % _LEGEND,
 ]
-RULE_WORKED = "rule %s. #### %s"
+RULE_WORKED = "rule %s. #### %s"  # label, output letters
 
 PEOPLE = ["Tom", "Ana", "Sam", "Mia", "Leo", "Eva", "Max", "Zoe", "Ben", "Ivy"]
 ITEMS = ["apples", "pens", "books", "coins", "cards", "shells", "stickers", "marbles"]
@@ -253,7 +257,7 @@ def _letters(rng, lo, hi):
 def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False, worked=False):
     """named (training only): the instruction names the rule (RULE_NAMED_INSTR), so the row
     teaches applying a known transformation apart from telling which one the examples show.
-    worked: the answers name the rule first (RULE_WORKED, "rule rotate. #### b c a"); same draws."""
+    worked: the answers name the rule first (RULE_WORKED, "rule T. #### b c a"); same draws."""
     name = rng.choice(RULE_NAMES)
     f = RULES[name]
     lines = []
@@ -267,7 +271,7 @@ def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False, worked=False):
     def draw():
         x = _letters(rng, 3, 6)
         out = " ".join(f(x))
-        return "input: " + " ".join(x) + " -> output:", (RULE_WORKED % (name, out)) if worked else out
+        return "input: " + " ".join(x) + " -> output:", (RULE_WORKED % (RULE_LABELS[name], out)) if worked else out
 
     return prefix, _questions(draw, n_q, heldout), name
 
@@ -479,7 +483,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--test", action="store_true")
     ap.add_argument("--rule-worked", action="store_true",
-                    help="held-out rule answers in the worked format (\"rule NAME. #### OUTPUT\")")
+                    help="held-out rule answers in the worked format (\"rule T. #### OUTPUT\", T the rule's letter)")
     args = ap.parse_args()
     if args.heldout:
         h = make_heldout(rule_worked=args.rule_worked)

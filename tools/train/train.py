@@ -225,7 +225,7 @@ class Batcher:
         for a in starts:
             src = [p for p in range(prev, a) if ids[p] in self.letter_ids]  # the query's input letters
             xs = [self.letter_ids[ids[p]] for p in src]
-            if ids[a] == self.rule_word_id:  # worked, "rule NAME. #### OUTPUT": letters follow the marker
+            if ids[a] == self.rule_word_id:  # worked, "rule T. #### OUTPUT": letters follow the marker
                 a = next((p + 1 for p in range(a, len(ids)) if ids[p] == self.marker_id), a)
             outs = []
             for p in range(a, len(ids)):
