@@ -53,8 +53,9 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
     """Returns (ids, is_answer, is_first, plen) for a packed multi-turn sequence
     (is_first marks the first token of every answer: always masked in SFT rows;
     plen = tokens of the shared prefix span, the part BiCache caches).
-    first_to_marker (worked rule rows): is_first marks every answer token before "####" (the rule's
-    name), so no turn's name is visible to the others: each must be told from the examples."""
+    first_to_marker (worked rule rows): is_first marks every answer token before "####" ("rule T.",
+    T the rule's letter), so no turn's letter is visible to the others: each must be told from the
+    examples."""
     ids = tok.encode(fmt.prefix_text(prefix))
     plen = len(ids)
     ans = [False] * len(ids)
@@ -249,7 +250,7 @@ class Batcher:
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
-    p_worked = 0.0  # share of the other rule rows whose answers name the rule first ("rule-worked")
+    p_worked = 0.0  # share of the other rule rows whose answers give the rule's letter first ("rule-worked")
     p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
     drill_q = (12, 16)  # questions per drill row
     drill_ops = suite.DRILL_OPS  # the operations drill rows ask
@@ -613,8 +614,8 @@ def main():
     ap.add_argument("--p-named", type=share, default=0.0,
                     help="share of the rule rows whose instruction names the rule (applying a known rule)")
     ap.add_argument("--p-worked", type=share, default=0.0,
-                    help="share of the other rule rows whose answers name the rule, then give the output "
-                         "after '####' (suite.RULE_WORKED)")
+                    help="share of the other rule rows whose answers give the rule's letter, then the "
+                         "output after '####' (suite.RULE_WORKED)")
     ap.add_argument("--p-drill", type=share, default=0.0,
                     help="share of the arith rows that are arithmetic drills (single steps, no word problem)")
     ap.add_argument("--drill-q", type=q_range, default=(12, 16), help="LO,HI questions per drill row")
