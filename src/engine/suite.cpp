@@ -4,6 +4,7 @@
 #include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "util/error.h"
 
@@ -17,11 +18,16 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// The trimmed text after the last "####", or nullopt when there is none.
+std::optional<std::string> AfterMarker(const std::string& s) {
+  const size_t at = s.rfind("####");
+  if (at == std::string::npos) return std::nullopt;
+  return Trim(s.substr(at + 4));
+}
+
 // The integer after the last "####", or "" when there is none.
 std::string FinalNumber(const std::string& s) {
-  const size_t at = s.rfind("####");
-  if (at == std::string::npos) return "";
-  std::string rest = Trim(s.substr(at + 4));
+  const std::string rest = AfterMarker(s).value_or("");
   size_t n = 0;
   if (n < rest.size() && rest[n] == '-') ++n;
   while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
@@ -82,13 +88,8 @@ bool IsCorrect(const SuiteSample& sample, const std::string& answer_text) {
     const std::string want = FinalNumber(sample.answer), got = FinalNumber(answer_text);
     return !want.empty() && want == got;
   }
-  const size_t marker = sample.answer.rfind("####");
-  // A worked answer ("rule T. #### OUTPUT", T the rule's letter): the text after the marker is scored.
-  if (marker != std::string::npos) {
-    const size_t got = answer_text.rfind("####");
-    return got != std::string::npos &&
-           Trim(answer_text.substr(got + 4)) == Trim(sample.answer.substr(marker + 4));
-  }
+  // A worked answer ("rule T. #### OUTPUT", T the rule's letter): the text after "####" is scored.
+  if (const auto want = AfterMarker(sample.answer)) return AfterMarker(answer_text) == want;
   return Trim(answer_text) == Trim(sample.answer);
 }
 

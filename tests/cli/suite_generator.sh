@@ -5,7 +5,8 @@
 # fact sentence of the asked entity and attribute; rule: every rule of RULES that maps all the
 # examples gives the answer on the query; arith: the problem replayed with the box size the prefix
 # states); prefix ratios span 0.3..0.95; and the worked rule format (--rule-worked) changes only the
-# rule samples' instruction and answers ("rule T. #### OUTPUT", T the letter of a rule of the examples, named in the instruction).
+# rule samples' instruction and answers ("rule T. #### OUTPUT", T the letter of a rule of the
+# examples, named in the instruction).
 # Usage: suite_generator.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -82,36 +83,35 @@ def arith_answer(prefix, prompt):
     return val
 
 
+# Each family's solver and the reference answer in its terms (rule: the set of answers the rules
+# the examples allow give, which must be the reference alone).
+SOLVE = {"docqa": docqa_answer, "rule": lambda p, q: set(rule_answers(p, q).values()), "arith": arith_answer}
+
+
+def want(s):
+    a = s["answer"]
+    if s["family"] == "arith":
+        return int(a.rsplit("####", 1)[1])
+    return {a} if s["family"] == "rule" else a
+
+
 for s in held:
-    p, q, a = s["prefix"], s["prompt"], s["answer"]
-    if s["family"] == "docqa":
-        assert docqa_answer(p, q) == a, s["id"]
-    elif s["family"] == "rule":
-        got = set(rule_answers(p, q).values())
-        assert got == {a}, (s["id"], got, a)  # every rule the examples allow gives the answer
-    else:
-        assert int(a.rsplit("####", 1)[1]) == arith_answer(p, q), s["id"]
+    assert SOLVE[s["family"]](s["prefix"], s["prompt"]) == want(s), s["id"]
 print("ok   all 300 held-out answers follow from prefix + prompt (docqa fact, rule examples, arith box)")
 
 # The answer needs the prefix: with the prefix of another group of the same family, the solver's
 # answer differs for most samples (docqa: the entity is not in most other documents).
-for fam, solve in (("docqa", None), ("rule", rule_answers), ("arith", arith_answer)):
+for fam in ("docqa", "rule", "arith"):
     group = [s for s in held if s["family"] == fam]
     prefixes = sorted(set(s["prefix"] for s in group))
     diff = 0
     for s in group:
         alt = prefixes[(prefixes.index(s["prefix"]) + 1) % len(prefixes)]
         try:
-            got = docqa_answer(alt, s["prompt"]) if fam == "docqa" else solve(alt, s["prompt"])
+            got = SOLVE[fam](alt, s["prompt"])
         except AssertionError:
             got = None
-        if fam == "rule":
-            got = got if got is None else set(got.values())
-            diff += got != {s["answer"]}
-        elif fam == "arith":
-            diff += got != int(s["answer"].rsplit("####", 1)[1])
-        else:
-            diff += got != s["answer"]
+        diff += got != want(s)
     assert diff >= 50, (fam, diff)
     print("ok   %s: %d of 100 answers change with another group's prefix" % (fam, diff))
 
@@ -142,7 +142,7 @@ for s, w in zip(held, worked):
     assert (w["id"], w["prompt"]) == (s["id"], s["prompt"])
     m = re.fullmatch(r"rule ([A-Z])\. #### ([a-z ]+)", w["answer"])
     assert m and m.group(2) == s["answer"], w["answer"]
-    label = {v: k for k, v in suite.RULE_LABELS.items()}[m.group(1)]
+    label = suite.RULE_OF_LABEL[m.group(1)]
     assert label in rules_of(w["prefix"]), w["id"]  # the rule named is one the examples show
     assert "%s %s" % (m.group(1), label) in w["prefix"], w["id"]  # and the instruction says so
     ex = lambda prefix: [l for l in prefix.split("\n") if l.startswith("input:")]

@@ -7,7 +7,7 @@
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
 # are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q / --drill-ops
 # (arithmetic drill rows), --p-named (rule rows that name their rule) and --p-worked (rule rows
-# whose answers name the rule before '####'); --t-min (the lowest answer mask ratio); the tokenizer JSON's
+# whose answers give the rule's letter before '####'); --t-min (the lowest answer mask ratio); the tokenizer JSON's
 # pre-tokenizer ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
@@ -228,7 +228,7 @@ print("ok   --p-named 0.5 -> %d named rule rows, each naming the rule its exampl
 
 # --p-worked: the other rule rows answer "rule T. #### OUTPUT" with T the letter of a rule that maps
 # every example and OUTPUT its result on the query; every token before "####" is an always-masked target
-# (so no turn's rule name is visible to another), and the --rule-sup links join the output letters
+# (so no turn's rule letter is visible to another), and the --rule-sup links join the output letters
 # after the marker to the query letters.
 b = train.Batcher(tok, 24, set(), 32)
 b.p_doc, b.p_rule, b.p_named, b.p_worked = 0.0, 1.0, 0.3, 1.0
@@ -243,9 +243,8 @@ for _ in range(30):
     ex = re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)\n", text + "\n")
     qa = re.findall(r"input: ([a-z ]+) -> output:\s+rule ([A-Z])\. #### ([a-z ]+)", text)
     assert ex and qa and ("Name its letter" in text or "give its letter" in text), text
-    names = {v: k for k, v in suite.RULE_LABELS.items()}
     for x, label, y in qa:
-        name = names[label]
+        name = suite.RULE_OF_LABEL[label]
         f = suite.RULES[name]
         assert all(" ".join(f(i.split())) == o.strip() for i, o in ex), (name, ex)
         assert " ".join(f(x.split())) == y.strip(), (name, x, y)
@@ -256,7 +255,7 @@ for _ in range(30):
     assert len(outs) == sum(len(y.split()) for _, _, y in qa), (len(outs), qa)
     worked += 1
 assert kinds == {"rule-named", "rule-worked"} and worked, kinds
-print("ok   --p-worked 1 -> %d worked rule rows: the named rule maps the examples, its name masked, links after '####'" % worked)
+print("ok   --p-worked 1 -> %d worked rule rows: the rule of the letter maps the examples, the letter masked, links after '####'" % worked)
 
 b = train.Batcher(tok, 23, set(), 32)
 b.p_doc = 0.3

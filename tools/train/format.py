@@ -77,14 +77,18 @@ def extract_answer(tok, canvas_ids):
     return tok.decode(out, skip_special=True).strip()
 
 
+def after_marker(s):
+    """The stripped text after the last "####", or None when there is none."""
+    return s.rsplit("####", 1)[1].strip() if "####" in s else None
+
+
 def score(family, pred, answer):
     if family == "arith":
         def num(s):
-            if "####" not in s:
-                return None
-            t = s.rsplit("####", 1)[1].strip().split()
+            t = (after_marker(s) or "").split()
             return t[0] if t else None
         return num(pred) is not None and num(pred) == num(answer)
-    if "####" in answer:  # a worked answer (rule's "rule T. #### OUTPUT"): the text after the marker
-        return "####" in pred and pred.rsplit("####", 1)[1].strip() == answer.rsplit("####", 1)[1].strip()
+    # A worked answer (rule's "rule T. #### OUTPUT"): the text after the marker is scored.
+    if after_marker(answer) is not None:
+        return after_marker(pred) == after_marker(answer)
     return pred.strip() == answer.strip()

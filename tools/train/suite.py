@@ -145,6 +145,7 @@ RULE_INSTR = [
 # arith's answers end in "#### N"; the score reads what follows the last "####" (format.score).
 # As many instructions as RULE_INSTR, so a worked group draws the same random numbers as a plain one.
 RULE_LABELS = {"reverse": "R", "rotate": "T", "sort": "S", "shift": "F", "duplicate": "D", "swap": "P"}
+RULE_OF_LABEL = {v: k for k, v in RULE_LABELS.items()}
 _LEGEND = "R reverse, T rotate, S sort, F shift, D duplicate, P swap pairs"
 RULE_INSTR_WORKED = [
     "Each example applies the same hidden rule (%s). Name its letter, then apply it to the new input." % _LEGEND,

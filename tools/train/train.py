@@ -61,6 +61,7 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
     ans = [False] * len(ids)
     first = [False] * len(ids)
     eot = tok.special["<|eot|>"]
+    marker = tok.encode(" ####")[0] if first_to_marker else None
     for i, (q, a) in enumerate(qs):
         t = tok.encode(fmt.turn_text(q))
         ids += t
@@ -72,10 +73,7 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
             c = tok.encode(fmt.answer_text(a), allow_special=False) + [eot]
         ids += c
         ans += [True] * len(c)
-        n_first = 1
-        if first_to_marker:
-            marker = tok.encode(" ####")[0]
-            n_first = c.index(marker) if marker in c else 1
+        n_first = c.index(marker) if marker in c else 1
         first += [True] * n_first + [False] * (len(c) - n_first)
     return ids, ans, first, plen
 
