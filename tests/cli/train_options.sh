@@ -6,9 +6,10 @@
 # is refused by name before any training starts; --bind-q (questions per binding row); the positions
 # --att-sup / --rule-sup supervise (Batcher.docqa_links, rule_links) and that those attention terms
 # are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q / --drill-ops
-# (arithmetic drill rows), --p-named (rule rows that name their rule) and --p-worked (rule rows
-# whose answers give the rule's letter before '####'); --t-min (the lowest answer mask ratio); the tokenizer JSON's
-# pre-tokenizer ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
+# (arithmetic drill rows), --p-named (rule rows that name their rule), --p-worked (rule rows
+# whose answers give the rule's letter before '####'), --rule-batches / --rule-batch-q (steps of short
+# rule rows only); --t-min (the lowest answer mask ratio); the tokenizer JSON's pre-tokenizer
+# ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -225,6 +226,27 @@ for _ in range(30):
         named += 1
 assert kinds == {"rule", "rule-named"}, kinds
 print("ok   --p-named 0.5 -> %d named rule rows, each naming the rule its examples follow" % named)
+
+# --rule-batches / --rule-batch-q: a batch drawn with only="rule" holds rule rows alone with
+# rule_batch_q questions each (the named / worked shares still apply), so it is padded to a short rule
+# row's length, not to a docqa document's; without it the mix (and rule_q) holds.
+b = train.Batcher(tok, 26, set(), 32)
+b.p_doc, b.p_rule, b.p_named, b.level = 0.6, 0.5, 0.5, 30
+b.rule_q, b.rule_batch_q, b.doc_q = (8, 12), (2, 2), (8, 14)  # the phase-11 mix
+for _ in range(5):
+    _, _, first, _, fam, _ = b.sample(0.0, only="rule")
+    assert fam.startswith("rule") and sum(first) == 2, (fam, sum(first))
+mixed = b.batch(16, 0.0)
+ruled = b.batch(16, 0.0, only="rule")
+texts = [tok.decode(r.tolist(), skip_special=True) for r in ruled[0]]
+assert all("input: " in t and "Facts" not in t for t in texts), texts[0]
+assert any("applies the rule" in t for t in texts) and not all("applies the rule" in t for t in texts)
+mixed_texts = [tok.decode(r.tolist(), skip_special=True) for r in mixed[0]]
+assert any("input: " not in t for t in mixed_texts), "the mix holds docqa / arith rows"
+# 2 questions: at most 3 preamble sentences, 6 examples and 2 turns, one with the 32-token canvas
+# (< 320 tokens); the mix's docqa rows of 8-14 questions are wider (the batcher is seeded).
+assert ruled[0].shape[1] <= 320 and ruled[0].shape[1] < mixed[0].shape[1], (ruled[0].shape, mixed[0].shape)
+print("ok   --rule-batches: a rule batch is %d tokens wide, a mixed one %d" % (ruled[0].shape[1], mixed[0].shape[1]))
 
 # --p-worked: the other rule rows answer "rule T. #### OUTPUT" with T the letter of a rule that maps
 # every example and OUTPUT its result on the query; every token before "####" is an always-masked target
@@ -494,7 +516,7 @@ refuse() {
     echo "FAIL $1 $2: unexpected output: $out"; fail=1
   fi
 }
-for opt in --rule-q --doc-q --bind-q --drill-q; do
+for opt in --rule-q --doc-q --bind-q --drill-q --rule-batch-q; do
   for bad in "5,3" "0,2" "four" "1,2,3"; do refuse "$opt" "$bad" "expected"; done
 done
 for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices\|expected\)"; done
@@ -502,7 +524,7 @@ for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
 for bad in "" "/" "++" "+x"; do refuse --drill-ops "$bad" "expected operations"; done
 for bad in "1.5" "-0.1" "most"; do refuse --t-min "$bad" "expected a share"; done
-for opt in --p-drill --p-named --p-worked; do
+for opt in --p-drill --p-named --p-worked --rule-batches; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done

@@ -247,6 +247,7 @@ class Batcher:
     bind_q = None  # questions per binding row (None: doc_q)
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
+    rule_batch_q = (1, 3)  # questions per row in a rule-only batch (--rule-batches): short rows, cheap steps
     p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
     p_worked = 0.0  # share of the other rule rows whose answers give the rule's letter first ("rule-worked")
     p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
@@ -261,9 +262,12 @@ class Batcher:
             return (1, max(2, lo))
         return (lo, hi)
 
-    def sample(self, prog, long=False):
+    def sample(self, prog, long=False, only=None):
+        """only: a family every row of this batch is ("rule" for --rule-batches); None draws by p_doc / p_rule."""
         r = self.rng.random()
         fam = "docqa" if r < self.p_doc else ("rule" if r < self.p_doc + (1 - self.p_doc) * self.p_rule else "arith")
+        if only is not None:
+            fam = only
         npre = 0
         if long:
             npre = self.rng.randint(12, 40)
@@ -284,7 +288,7 @@ class Batcher:
                 if self.bind_level is not None:
                     facts = (2, max(2, int(self.bind_level)))
         elif fam == "rule":
-            nq = self.rng.randint(*self.rule_q)
+            nq = self.rng.randint(*(self.rule_batch_q if only == "rule" else self.rule_q))
             facts = (3, 8)
             if self.p_named > 0 and self.rng.random() < self.p_named:
                 fam = "rule-named"
@@ -308,8 +312,8 @@ class Batcher:
             links = []
         return ids, ans, first, plen, fam, links
 
-    def batch(self, bs, prog, long=False):
-        seqs = [self.sample(prog, long) for _ in range(bs)]
+    def batch(self, bs, prog, long=False, only=None):
+        seqs = [self.sample(prog, long, only) for _ in range(bs)]
         T = bucket(max(len(s[0]) for s in seqs))
         pad = self.tok.special["<|pad|>"]
         ids = torch.full((bs, T), pad, dtype=torch.long)
@@ -608,6 +612,10 @@ def main():
                          "to the query letter it comes from, in --rule-layer (head 0)")
     ap.add_argument("--rule-layer", type=layer_index, default=5)
     ap.add_argument("--rule-q", type=q_range, default=(3, 4), help="LO,HI questions per rule row (all answers masked)")
+    ap.add_argument("--rule-batches", type=share, default=0.0,
+                    help="share of the steps whose batch holds rule rows only: a batch is padded to its longest "
+                         "row, so rule rows (~150-400 tokens) cost a fraction of a step that also holds docqa rows")
+    ap.add_argument("--rule-batch-q", type=q_range, default=(1, 3), help="LO,HI questions per row of a --rule-batches batch")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--p-named", type=share, default=0.0,
                     help="share of the rule rows whose instruction names the rule (applying a known rule)")
@@ -692,6 +700,7 @@ def main():
     batcher.rule_q, batcher.arith_q = args.rule_q, args.arith_q
     batcher.p_named, batcher.p_drill, batcher.drill_q = args.p_named, args.p_drill, args.drill_q
     batcher.p_worked = args.p_worked
+    batcher.rule_batch_q = args.rule_batch_q
     batcher.drill_ops = args.drill_ops
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
@@ -737,7 +746,10 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
-        ids, is_ans, valid, first, isdoc, plen, isbind, links = batcher.batch(max(4, args.batch // 4) if long else args.batch, prog, long)
+        # Drawn only when asked for, so that the random stream of a run without --rule-batches is unchanged.
+        only = "rule" if args.rule_batches > 0 and not long and batcher.rng.random() < args.rule_batches else None
+        ids, is_ans, valid, first, isdoc, plen, isbind, links = batcher.batch(max(4, args.batch // 4) if long else args.batch,
+                                                                            prog, long, only)
         loss, dacc, cons, oacc, bacc, asup = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
                                           plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
