@@ -42,6 +42,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 
 # ----------------------------------------------------------------------------
 # closed vocabularies
@@ -275,6 +276,17 @@ def rule_group(rng, k, n_q, heldout, n_preamble=0, named=False, worked=False):
         return "input: " + " ".join(x) + " -> output:", (RULE_WORKED % (RULE_LABELS[name], out)) if worked else out
 
     return prefix, _questions(draw, n_q, heldout), name
+
+
+def rule_examples(prefix):
+    """The (input letters, output letters) of every "input: ... -> output: ..." line of a rule prefix."""
+    return [(i.split(), o.split()) for i, o in re.findall(r"input: ([a-z ]+) -> output: ([a-z ]+)", prefix)]
+
+
+def rules_shown(prefix):
+    """The rules (names, in RULES order) that map every example of a rule prefix; reads only its text."""
+    ex = rule_examples(prefix)
+    return [n for n, f in RULES.items() if ex and all(f(i) == o for i, o in ex)]
 
 
 # ----------------------------------------------------------------------------

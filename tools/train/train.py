@@ -53,6 +53,7 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
     """Returns (ids, is_answer, is_first, plen) for a packed multi-turn sequence
     (is_first marks the first token of every answer: always masked in SFT rows;
     plen = tokens of the shared prefix span, the part BiCache caches).
+    gen_length None: the last turn's answer is its own tokens + <|eot|> like the others, no canvas.
     first_to_marker (worked rule rows): is_first marks every answer token before "####" ("rule T.",
     T the rule's letter), so no turn's letter is visible to the others: each must be told from the
     examples."""
@@ -67,7 +68,7 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
         ids += t
         ans += [False] * len(t)
         first += [False] * len(t)
-        if i == len(qs) - 1:
+        if i == len(qs) - 1 and gen_length is not None:
             c = fmt.target_canvas(tok, a, gen_length)
         else:
             c = tok.encode(fmt.answer_text(a), allow_special=False) + [eot]
