@@ -3,7 +3,8 @@
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
 #   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7 [MINUTES8 [MINUTES9
-#                             [MINUTES10 [MINUTES11]]]]]]]]]   (default 151, 85, 100, 95, 65, 25, 60, 27, 81)
+#                             [MINUTES10 [MINUTES11 [STEPS12 [STEPS13]]]]]]]]]]]
+#                             (default 151, 85, 100, 95, 65, 25, 60, 27, 81, 368, 600)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
@@ -11,10 +12,12 @@
 # (docs/model.md, sixth to eighth runs); MINUTES8, MINUTES9: phases 8-9, attention supervision of
 # docqa's retrieval circuit (docqa rows only) and then of docqa and rule in the full mix (ninth run);
 # MINUTES10, MINUTES11: phases 10-11, more arith rows, then arithmetic drill rows and rule rows that
-# name their rule (tenth run); MINUTES5..MINUTES11 = 0 skips that phase.
+# name their rule (tenth run); STEPS12, STEPS13: phases 12-13, a share of the steps on batches of
+# short rule rows only (twenty-first and twenty-second runs), budgeted in steps, not minutes;
+# MINUTES5..STEPS13 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 + 27 + 81 min, ~689 min at 0.4-1.5
+# of wall time, phases 12-13 by steps (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 + 27 + 81 + 37 + 47 min, ~773 min at 0.2-1.5
 # step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
@@ -32,6 +35,8 @@ MIN8=${6:-25}
 MIN9=${7:-60}
 MIN10=${8:-27}
 MIN11=${9:-81}
+STEPS12=${10:-368}
+STEPS13=${11:-600}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -119,5 +124,23 @@ if [ "$MIN11" -gt 0 ]; then
     --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6 --p-drill 0.4 --drill-q 12,16 \
     --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 \
     --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 2>&1 | tee -a "$LOG"
+fi
+# Phase 12 (resumes, new cycle over 368 steps): the phase-11 mix with mostly masked answers
+# (--t-min 0.7), and half of the steps draw a batch of rule rows with 1-3 questions each
+# (--rule-batches), docs/model.md "Twenty-first run". The committed model ran it from the step-25846
+# GGUF (tools/train/import_gguf.py: fresh optimizer) in 37 min of f32 steps.
+RULE_MIX=(--p-doc 0.35 --p-bind 0.3 --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6
+  --p-drill 0.4 --drill-q 12,16 --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3
+  --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --t-min 0.7 --rule-batch-q 1,3
+  --eval-n 0)
+if [ "$STEPS12" -gt 0 ]; then
+  $PY tools/train/train.py --minutes 120 --steps "$STEPS12" --new-cycle --lr 4e-4 "${RULE_MIX[@]}" \
+    --rule-batches 0.5 2>&1 | tee -a "$LOG"
+fi
+# Phase 13 (resumes, new cycle over 600 steps, lower peak): 60% of the steps on rule-only batches,
+# docs/model.md "Twenty-second run" (62 min of f32 steps).
+if [ "$STEPS13" -gt 0 ]; then
+  $PY tools/train/train.py --minutes 180 --steps "$STEPS13" --new-cycle --lr 3e-4 "${RULE_MIX[@]}" \
+    --rule-batches 0.6 2>&1 | tee -a "$LOG"
 fi
 $PY tools/train/export.py --out models/tiny-llada.gguf
