@@ -119,26 +119,23 @@ if [ "$MIN10" -gt 0 ]; then
 fi
 # Phase 11 (resumes, new cycle of 95 min, stopped at 81 when it had flattened): 40% of the arith rows
 # are drills of 12-16 single steps (--p-drill), half the rule rows name their rule (--p-named).
+MIX11=(--p-doc 0.35 --p-bind 0.3 --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6
+  --p-drill 0.4 --drill-q 12,16 --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3
+  --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05)
 if [ "$MIN11" -gt 0 ]; then
-  $PY tools/train/train.py --minutes "$MIN11" --new-cycle --cycle-minutes 95 --lr 4e-4 --p-doc 0.35 --p-bind 0.3 \
-    --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6 --p-drill 0.4 --drill-q 12,16 \
-    --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3 --rule-sup 1 --rule-layer 5 \
-    --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 2>&1 | tee -a "$LOG"
+  $PY tools/train/train.py --minutes "$MIN11" --new-cycle --cycle-minutes 95 --lr 4e-4 "${MIX11[@]}" 2>&1 | tee -a "$LOG"
 fi
 # Phase 12 (resumes, new cycle over 368 steps): the phase-11 mix with mostly masked answers
 # (--t-min 0.7), and half of the steps draw a batch of rule rows with 1-3 questions each
 # (--rule-batches), docs/model.md "Twenty-first run". The committed model ran it from the step-25846
 # GGUF (tools/train/import_gguf.py: fresh optimizer) in 37 min of f32 steps.
-RULE_MIX=(--p-doc 0.35 --p-bind 0.3 --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --p-named 0.5 --arith-q 4,6
-  --p-drill 0.4 --drill-q 12,16 --iso-pairs 4 --iso-max 2 --cons-weight 10 --att-sup 1 --att-layers 1,3
-  --rule-sup 1 --rule-layer 5 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --t-min 0.7 --rule-batch-q 1,3
-  --eval-n 0)
+RULE_MIX=("${MIX11[@]}" --t-min 0.7 --rule-batch-q 1,3 --eval-n 0)
 if [ "$STEPS12" -gt 0 ]; then
   $PY tools/train/train.py --minutes 120 --steps "$STEPS12" --new-cycle --lr 4e-4 "${RULE_MIX[@]}" \
     --rule-batches 0.5 2>&1 | tee -a "$LOG"
 fi
 # Phase 13 (resumes, new cycle over 600 steps, lower peak): 60% of the steps on rule-only batches,
-# docs/model.md "Twenty-second run" (62 min of f32 steps).
+# docs/model.md "Twenty-second run" (47 min of f32 steps).
 if [ "$STEPS13" -gt 0 ]; then
   $PY tools/train/train.py --minutes 180 --steps "$STEPS13" --new-cycle --lr 3e-4 "${RULE_MIX[@]}" \
     --rule-batches 0.6 2>&1 | tee -a "$LOG"
