@@ -71,6 +71,18 @@ assert wrong == palin, (wrong, palin)
 print("ok   scoring: the right letters %d/%d, reversed ones %d (palindromes: %d)" % (right, len(held), wrong, palin))
 EOF
 
+# Bad flags are refused by name before anything loads (the same argparse types as train.py's).
+for bad in "--q 3,1|expected 1 <= LO <= HI" "--q x|expected LO,HI" "--t-min 1.5|expected a share" \
+           "--named -0.1|expected a share"; do
+  flag=${bad%%|*}; want=${bad#*|}
+  # shellcheck disable=SC2086
+  if err=$(cd "$SRC/tools/train" && "$PY" probe_induction.py $flag --minutes 0 2>&1); then
+    echo "FAIL probe_induction.py $flag was accepted"; exit 1
+  fi
+  grep -qF -- "$want" <<<"$err" || { echo "FAIL probe_induction.py $flag: $err"; exit 1; }
+done
+echo "ok   bad --q / --t-min / --named values are refused with the reason"
+
 # End to end: a 2-layer model trained for a few seconds prints its start and final scores.
 out=$(cd "$SRC/tools/train" && timeout 300 "$PY" probe_induction.py --layers 1 --d 32 --ff 64 --heads 2 \
   --minutes 0.05 --batch 4 --eval-every 100 --precision f32 2>&1)

@@ -114,9 +114,9 @@ def main():
     ap.add_argument("--ff", type=int, default=352)
     ap.add_argument("--minutes", type=float, default=30, help="training budget (0: only score the start model)")
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--q", default="1,3", help="LO,HI queries per row")
-    ap.add_argument("--named", type=float, default=0.0, help="share of rows whose instruction names the rule")
-    ap.add_argument("--t-min", type=float, default=0.7)
+    ap.add_argument("--q", type=train.q_range, default=(1, 3), help="LO,HI queries per row")
+    ap.add_argument("--named", type=train.share, default=0.0, help="share of rows whose instruction names the rule")
+    ap.add_argument("--t-min", type=train.share, default=0.7)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--eval-every", type=float, default=4.0, help="minutes")
@@ -129,7 +129,6 @@ def main():
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
-    q_range = tuple(int(x) for x in args.q.split(","))
     cfg = default_config(tok.n_vocab)  # the embedded model's shape: a GGUF or a train.py checkpoint
     small = dict(n_layer=args.layers, d_model=args.d, n_head=args.heads, n_kv_head=args.heads, ff=args.ff)
     sd = None
@@ -164,7 +163,7 @@ def main():
         lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        inp, ids, keym, masked, is_ans, t = batch(tok, rng, args.batch, q_range, args.named, args.t_min)
+        inp, ids, keym, masked, is_ans, t = batch(tok, rng, args.batch, args.q, args.named, args.t_min)
         with precision.autocast():
             logits = model(inp, key_mask=keym, select=masked)
         ce = F.cross_entropy(logits.float(), ids[masked], reduction="none")
