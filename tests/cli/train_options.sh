@@ -9,7 +9,8 @@
 # (arithmetic drill rows), --p-named (rule rows that name their rule), --p-worked (rule rows
 # whose answers give the rule's letter before '####'), --rule-batches / --rule-batch-q (steps of short
 # rule rows only); --t-min (the lowest answer mask ratio); the tokenizer JSON's pre-tokenizer
-# ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused.
+# ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused; --fourier (the number
+# tokens' fixed Fourier dims).
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -504,6 +505,33 @@ for want in 2 3; do
   fi
 done
 
+# --fourier K: after a training step (AdamW with weight decay) the number tokens' last 2K dims of the
+# embedding and the output head hold the Fourier table; the other tokens' dims there still train.
+FDIR="$TOKDIR/fourier"
+if out=$("$PY" "$SRC/tools/train/train.py" --ckpt-dir "$FDIR" --fresh --steps 1 --fourier 4 --fourier-amp 0.2 \
+    --minutes 30 --batch 4 --eval-n 0 --threads 1 --precision f32 2>&1) &&
+    grep -q "fourier: number tokens' last 8 dims fixed (amplitude 0.2)" <<<"$out" &&
+    "$PY" - "$SRC" "$FDIR/latest.pt" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import torch
+import bpe
+import fourier
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+m = torch.load(sys.argv[2])["model"]
+nums = fourier.number_ids(tok)
+others = torch.ones(tok.n_vocab, dtype=torch.bool)
+others[nums] = False
+for name in ("tok_emb.weight", "lm_head.weight"):
+    assert torch.equal(m[name][nums, -8:], fourier.fourier_table(4, 0.2)), name
+    assert float(m[name][others, -8:].abs().mean()) > 1e-3, name
+EOF
+then
+  echo "ok   --fourier 4: the number rows' last 8 dims hold the table after a step, the others train"
+else
+  echo "FAIL --fourier 4: $(tail -3 <<<"$out")"; fail=1
+fi
+
 # refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
 # "argument OPTION: PATTERN".
 refuse() {
@@ -530,6 +558,7 @@ done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
 for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive integer"; done
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
+for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 import format as fmt  # noqa: E402
+import fourier  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
@@ -628,6 +629,10 @@ def main():
     ap.add_argument("--drill-q", type=q_range, default=(12, 16), help="LO,HI questions per drill row")
     ap.add_argument("--drill-ops", type=drill_ops, default=suite.DRILL_OPS,
                     help="the operations drill rows ask, a subset of '+-*' (e.g. '+-': the sums the model misses)")
+    ap.add_argument("--fourier", type=int, default=0, choices=range(0, len(fourier.FREQS) + 1), metavar="K",
+                    help="hold the last 2K dims of the number tokens' embedding and output rows at fixed Fourier "
+                         "features of their value (fourier.py; the other tokens' dims keep training); 0 = off")
+    ap.add_argument("--fourier-amp", type=float, default=0.1, help="amplitude of the --fourier entries")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -691,6 +696,15 @@ def main():
         level = ck.get("level", 8)
         bind_level = ck.get("bind_level")
         log("resumed from", latest, "step", step, "train_min %.1f" % (done_s / 60))
+    fixed = None
+    if args.fourier:
+        try:
+            fixed = fourier.FixedNumberDims(model, fourier.number_ids(tok), args.fourier, args.fourier_amp,
+                                            zero_others=False)
+        except ValueError as e:
+            ap.error(str(e))
+        fixed.apply()
+        log("fourier: number tokens' last %d dims fixed (amplitude %g)" % (2 * args.fourier, args.fourier_amp))
     total_s = (args.total_minutes * 60) if args.total_minutes else done_s + args.minutes * 60
     nparam = sum(p.numel() for p in model.parameters())
     log("config", json.dumps(cfg), "params %.2fM" % (nparam / 1e6))
@@ -785,6 +799,8 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if fixed is not None:
+            fixed.apply()
         step += 1
         t1 = time.time()
         done_s += t1 - t_seg
