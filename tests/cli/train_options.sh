@@ -505,6 +505,27 @@ for want in 2 3; do
   fi
 done
 
+# --cycle-steps: the cycle spans 4 steps while --steps 2 stops at the second, a quarter of the way:
+# lr 1e-3 * warmup 2/50 * (0.1 + 0.9 * 0.5 * (1 + cos(pi / 4))) = 3.47e-05 (2.20e-05 above without it).
+# Without --steps or --new-cycle it is refused.
+if out=$("$PY" "$SRC/tools/train/train.py" --ckpt-dir "$TOKDIR/cycle" --fresh --steps 2 --cycle-steps 4 \
+    --new-cycle --minutes 30 --batch 4 --eval-n 0 --threads 1 --precision f32 2>&1) &&
+    grep -q "stopped at step 2 after 2 steps.*last lr 3.47e-05" <<<"$out"; then
+  echo "ok   --cycle-steps 4 with --steps 2 stops a quarter into its cycle"
+else
+  echo "FAIL --cycle-steps 4 --steps 2: $(tail -3 <<<"$out")"; fail=1
+fi
+for extra in "" "--steps 2" "--new-cycle"; do
+  # shellcheck disable=SC2086
+  if out=$("$PY" "$SRC/tools/train/train.py" --cycle-steps 4 $extra --minutes 0 2>&1); then
+    echo "FAIL --cycle-steps 4 $extra accepted"; fail=1
+  elif grep -q "cycle-steps needs --steps and --new-cycle" <<<"$out"; then
+    echo "ok   --cycle-steps 4 ${extra:-alone} refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL --cycle-steps 4 $extra: unexpected output: $out"; fail=1
+  fi
+done
+
 # --fourier K: after a training step (AdamW with weight decay) the number tokens' last 2K dims of the
 # embedding and the output head hold the Fourier table; the other tokens' dims there still train.
 FDIR="$TOKDIR/fourier"
@@ -557,6 +578,7 @@ for opt in --p-drill --p-named --p-worked --rule-batches; do
 done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
 for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive integer"; done
+for bad in "0" "many"; do refuse --cycle-steps "$bad" "expected a positive integer"; done
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
 

@@ -581,6 +581,9 @@ def main():
                     help="step budget of this invocation (stops at whichever of --minutes and --steps comes first); "
                          "with --new-cycle the cosine cycle spans these steps, so a phase does the same updates on "
                          "a fast or a slow machine")
+    ap.add_argument("--cycle-steps", type=positive_int, default=None,
+                    help="with --new-cycle and --steps: the cosine cycle spans this many steps (default: --steps), "
+                         "so a phase can stop part-way through its cycle on any machine")
     ap.add_argument("--total-minutes", type=float, default=None,
                     help="cumulative training time the LR schedule spans (default: minutes + already done)")
     ap.add_argument("--curriculum-minutes", type=float, default=35, help="(unused; curriculum is accuracy gated)")
@@ -666,6 +669,8 @@ def main():
     ap.add_argument("--precision", choices=precision.CHOICES, default="auto",
                     help="forward precision: bf16 autocast, f32, or auto (bf16 only on a CPU with native bf16)")
     args = ap.parse_args()
+    if args.cycle_steps is not None and (args.steps is None or not args.new_cycle or args.cycle_minutes is not None):
+        ap.error("--cycle-steps needs --steps and --new-cycle, and not --cycle-minutes")
 
     torch.set_num_threads(args.threads)
     log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
@@ -750,7 +755,7 @@ def main():
         prog = done_s / (args.curriculum_minutes * 60)
         if args.new_cycle:
             if args.steps is not None and args.cycle_minutes is None:
-                frac = (step - step0) / args.steps
+                frac = min(1.0, (step - step0) / (args.cycle_steps or args.steps))
             else:
                 frac = min(1.0, (now - t_start) / ((args.cycle_minutes or args.minutes) * 60))
             wu = min(1.0, (step - step0 + 1) / 50)
