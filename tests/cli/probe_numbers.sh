@@ -11,7 +11,6 @@ PY=/usr/bin/python3
 export OMP_NUM_THREADS=1
 
 "$PY" - "$SRC" <<'EOF'
-import math
 import random
 import re
 import sys
