@@ -93,7 +93,7 @@ print("ok   score: right results 1.0, shifted ones 0.0")
 EOF
 
 for bad in "--fourier 17|invalid choice" "--fourier 8 --d 16|needs more than 16 dimensions" \
-           "--minutes 0|--minutes must be > 0" "--q 0,3|expected 1 <= LO <= HI"; do
+           "--minutes 0|--minutes must be > 0" "--amp 0|--amp must be > 0" "--q 0,3|expected 1 <= LO <= HI"; do
   flag=${bad%%|*}; want=${bad#*|}
   # shellcheck disable=SC2086
   if err=$(cd "$SRC/tools/train" && "$PY" probe_numbers.py $flag 2>&1); then
@@ -101,7 +101,7 @@ for bad in "--fourier 17|invalid choice" "--fourier 8 --d 16|needs more than 16 
   fi
   grep -qF -- "$want" <<<"$err" || { echo "FAIL probe_numbers.py $flag: $err"; exit 1; }
 done
-echo "ok   bad --fourier / --d / --minutes / --q values are refused with the reason"
+echo "ok   bad --fourier / --d / --minutes / --q / --amp values are refused with the reason"
 
 out=$(cd "$SRC/tools/train" && timeout 300 "$PY" probe_numbers.py --layers 1 --d 32 --ff 64 --heads 2 \
   --fourier 4 --minutes 0.05 --batch 4 --eval-every 100 --precision f32 2>&1)

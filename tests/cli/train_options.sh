@@ -581,6 +581,13 @@ for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive 
 for bad in "0" "many"; do refuse --cycle-steps "$bad" "expected a positive integer"; done
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
+if out=$("$PY" "$SRC/tools/train/train.py" --fourier 4 --fourier-amp -0.1 --minutes 0 2>&1); then
+  echo "FAIL --fourier-amp -0.1 accepted"; fail=1
+elif grep -q "fourier-amp must be > 0" <<<"$out"; then
+  echo "ok   --fourier-amp -0.1 refused: $(tail -1 <<<"$out")"
+else
+  echo "FAIL --fourier-amp -0.1: unexpected output: $out"; fail=1
+fi
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

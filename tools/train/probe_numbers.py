@@ -41,6 +41,7 @@ import suite  # noqa: E402
 import train  # noqa: E402
 from model import LLaDA, default_config  # noqa: E402
 
+
 def log(*a):
     print(time.strftime("%H:%M:%S"), *a, flush=True)
 
@@ -113,6 +114,8 @@ def main():
     args = ap.parse_args()
     if args.minutes <= 0:
         ap.error("--minutes must be > 0")
+    if not args.amp > 0:
+        ap.error("--amp must be > 0, got %g" % args.amp)
     if 2 * args.fourier >= args.d:
         ap.error("--fourier %d needs more than %d dimensions, --d is %d" % (args.fourier, 2 * args.fourier, args.d))
     torch.set_num_threads(args.threads)

@@ -671,6 +671,8 @@ def main():
     args = ap.parse_args()
     if args.cycle_steps is not None and (args.steps is None or not args.new_cycle or args.cycle_minutes is not None):
         ap.error("--cycle-steps needs --steps and --new-cycle, and not --cycle-minutes")
+    if args.fourier and not args.fourier_amp > 0:
+        ap.error("--fourier-amp must be > 0, got %g" % args.fourier_amp)
 
     torch.set_num_threads(args.threads)
     log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
