@@ -92,8 +92,8 @@ for off, want in ((0, 1.0), (1, 0.0)):
 print("ok   score: right results 1.0, shifted ones 0.0")
 EOF
 
-for bad in "--fourier 17|invalid choice" "--fourier 8 --d 16|needs more than 16 dimensions" \
-           "--minutes 0|--minutes must be > 0" "--amp 0|--amp must be > 0" "--q 0,3|expected 1 <= LO <= HI"; do
+for bad in "--fourier 17|invalid choice" "--fourier 8 --d 16|--fourier 8 needs 2K = 16 dimensions, fewer than d_model 16" \
+           "--minutes 0|--minutes must be > 0" "--amp 0|argument --amp: expected a positive number" "--q 0,3|expected 1 <= LO <= HI"; do
   flag=${bad%%|*}; want=${bad#*|}
   # shellcheck disable=SC2086
   if err=$(cd "$SRC/tools/train" && "$PY" probe_numbers.py $flag 2>&1); then

@@ -18,6 +18,22 @@ PY=/usr/bin/python3
 export OMP_NUM_THREADS=1
 fail=0
 
+# refuse_with PATTERN ARG...: train.py ARG... --minutes 0 must exit non-zero before training, its
+# message matching PATTERN.
+refuse_with() {
+  local want=$1 out
+  shift
+  if out=$("$PY" "$SRC/tools/train/train.py" "$@" --minutes 0 2>&1); then
+    echo "FAIL $* accepted"; fail=1
+  elif grep -q "$want" <<<"$out"; then
+    echo "ok   $* refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL $*: unexpected output: $out"; fail=1
+  fi
+}
+# refuse OPTION BAD PATTERN: the same, for a value argparse rejects ("argument OPTION: PATTERN").
+refuse() { refuse_with "argument $1: $3" "$1" "$2"; }
+
 "$PY" - "$SRC" <<'EOF' || fail=1
 import sys
 sys.path.insert(0, sys.argv[1] + "/tools/train")
@@ -479,13 +495,7 @@ else
   echo "FAIL exported pre gpt2-digits: engine $(cat "$TOKDIR/got.txt" 2>/dev/null), bpe.py $(cat "$TOKDIR/want.txt" 2>/dev/null)"
   fail=1
 fi
-if out=$("$PY" "$SRC/tools/train/train.py" --tokenizer "$TOKDIR/bad.json" --minutes 0 --ckpt-dir "$TOKDIR/ck" 2>&1); then
-  echo "FAIL train.py accepted a tokenizer with pre 'gpt2-nodigits'"; fail=1
-elif grep -q "pre-tokenizer 'gpt2-nodigits' is not one of" <<<"$out"; then
-  echo "ok   train.py refuses a tokenizer with pre 'gpt2-nodigits': $(tail -1 <<<"$out")"
-else
-  echo "FAIL train.py with pre 'gpt2-nodigits': unexpected output: $out"; fail=1
-fi
+refuse_with "pre-tokenizer 'gpt2-nodigits' is not one of" --tokenizer "$TOKDIR/bad.json" --ckpt-dir "$TOKDIR/ck"
 
 # --steps: a step budget that stops training whichever of it and --minutes comes first, saving the
 # checkpoint at the step reached; a resumed run counts its own steps. With --new-cycle the cosine
@@ -517,13 +527,7 @@ else
 fi
 for extra in "" "--steps 2" "--new-cycle"; do
   # shellcheck disable=SC2086
-  if out=$("$PY" "$SRC/tools/train/train.py" --cycle-steps 4 $extra --minutes 0 2>&1); then
-    echo "FAIL --cycle-steps 4 $extra accepted"; fail=1
-  elif grep -q "cycle-steps needs --steps and --new-cycle" <<<"$out"; then
-    echo "ok   --cycle-steps 4 ${extra:-alone} refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL --cycle-steps 4 $extra: unexpected output: $out"; fail=1
-  fi
+  refuse_with "cycle-steps needs --steps and --new-cycle" --cycle-steps 4 $extra
 done
 
 # --fourier K: after a training step (AdamW with weight decay) the number tokens' last 2K dims of the
@@ -553,18 +557,6 @@ else
   echo "FAIL --fourier 4: $(tail -3 <<<"$out")"; fail=1
 fi
 
-# refuse OPTION BAD PATTERN: train.py must exit non-zero before training, its message matching
-# "argument OPTION: PATTERN".
-refuse() {
-  local out
-  if out=$("$PY" "$SRC/tools/train/train.py" "$1" "$2" --minutes 0 2>&1); then
-    echo "FAIL $1 $2 accepted"; fail=1
-  elif grep -q "argument $1: $3" <<<"$out"; then
-    echo "ok   $1 $2 refused: $(tail -1 <<<"$out")"
-  else
-    echo "FAIL $1 $2: unexpected output: $out"; fail=1
-  fi
-}
 for opt in --rule-q --doc-q --bind-q --drill-q --rule-batch-q; do
   for bad in "5,3" "0,2" "four" "1,2,3"; do refuse "$opt" "$bad" "expected"; done
 done
@@ -581,13 +573,7 @@ for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive 
 for bad in "0" "many"; do refuse --cycle-steps "$bad" "expected a positive integer"; done
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
-if out=$("$PY" "$SRC/tools/train/train.py" --fourier 4 --fourier-amp -0.1 --minutes 0 2>&1); then
-  echo "FAIL --fourier-amp -0.1 accepted"; fail=1
-elif grep -q "fourier-amp must be > 0" <<<"$out"; then
-  echo "ok   --fourier-amp -0.1 refused: $(tail -1 <<<"$out")"
-else
-  echo "FAIL --fourier-amp -0.1: unexpected output: $out"; fail=1
-fi
+for bad in "-0.1" "0" "inf" "x"; do refuse --fourier-amp "$bad" "expected a positive number"; done
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

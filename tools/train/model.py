@@ -19,6 +19,19 @@ def default_config(vocab):
             "vocab": vocab, "rope_base": 10000.0, "eps": 1e-5, "context_length": 1024}
 
 
+def add_shape_args(ap):
+    """--layers / --d / --heads / --ff of a small model (the probes' default: 4 layers, d 128, 1.24M params)."""
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ff", type=int, default=352)
+
+
+def shape_of(args):
+    """The config entries add_shape_args' options set (no GQA: n_kv_head = n_head)."""
+    return dict(n_layer=args.layers, d_model=args.d, n_head=args.heads, n_kv_head=args.heads, ff=args.ff)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, d, eps):
         super().__init__()

@@ -14,7 +14,6 @@ answer's length given: the probe measures the rule, not the stop) and prints exa
 Not part of `make model`; the figures it gave are in docs/model.md.
 """
 import argparse
-import math
 import os
 import random
 import sys
@@ -32,7 +31,7 @@ import format as fmt  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
-from model import LLaDA, default_config  # noqa: E402
+from model import LLaDA, add_shape_args, default_config, shape_of  # noqa: E402
 
 
 def log(*a):
@@ -108,10 +107,7 @@ def main():
     ap.add_argument("--init", default="fresh",
                     help="'fresh', a tiny-llada GGUF, a train.py checkpoint, or a state_dict this probe saved "
                          "(--save; give the same --layers/--d/--heads/--ff)")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--ff", type=int, default=352)
+    add_shape_args(ap)
     ap.add_argument("--minutes", type=float, default=30, help="training budget (0: only score the start model)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--q", type=train.q_range, default=(1, 3), help="LO,HI queries per row")
@@ -130,7 +126,7 @@ def main():
     rng = random.Random(args.seed)
     tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
     cfg = default_config(tok.n_vocab)  # the embedded model's shape: a GGUF or a train.py checkpoint
-    small = dict(n_layer=args.layers, d_model=args.d, n_head=args.heads, n_kv_head=args.heads, ff=args.ff)
+    small = shape_of(args)
     sd = None
     if args.init == "fresh":
         cfg.update(small)
@@ -160,7 +156,7 @@ def main():
     run_loss = None
     while time.time() - t0 < args.minutes * 60:
         frac = (time.time() - t0) / (args.minutes * 60)
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr = train.cosine_lr(args.lr, min(1.0, (step + 1) / args.warmup), frac)
         for g in opt.param_groups:
             g["lr"] = lr
         inp, ids, keym, masked, is_ans, t = batch(tok, rng, args.batch, args.q, args.named, args.t_min)

@@ -22,7 +22,6 @@ prompt-hash split: the table cannot be looked up for those).
 Not part of `make model`; the figures it gave are in docs/model.md.
 """
 import argparse
-import math
 import os
 import random
 import sys
@@ -39,7 +38,7 @@ import fourier  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
-from model import LLaDA, default_config  # noqa: E402
+from model import LLaDA, add_shape_args, default_config, shape_of  # noqa: E402
 
 
 def log(*a):
@@ -92,11 +91,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fourier", type=int, default=0, choices=range(0, len(fourier.FREQS) + 1), metavar="K",
                     help="fixed Fourier dimensions per number token: 2K (0 = learned embeddings)")
-    ap.add_argument("--amp", type=float, default=0.1, help="amplitude of the fixed Fourier entries")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--ff", type=int, default=352)
+    ap.add_argument("--amp", type=train.positive_float, default=0.1, help="amplitude of the fixed Fourier entries")
+    add_shape_args(ap)
     ap.add_argument("--minutes", type=float, default=12, help="training budget")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--q", type=train.q_range, default=(8, 16), help="LO,HI questions per row")
@@ -114,19 +110,19 @@ def main():
     args = ap.parse_args()
     if args.minutes <= 0:
         ap.error("--minutes must be > 0")
-    if not args.amp > 0:
-        ap.error("--amp must be > 0, got %g" % args.amp)
-    if 2 * args.fourier >= args.d:
-        ap.error("--fourier %d needs more than %d dimensions, --d is %d" % (args.fourier, 2 * args.fourier, args.d))
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
     cfg = default_config(tok.n_vocab)
-    cfg.update(n_layer=args.layers, d_model=args.d, n_head=args.heads, n_kv_head=args.heads, ff=args.ff)
+    cfg.update(shape_of(args))
     model = LLaDA(cfg)
-    fixed = fourier.FixedNumberDims(model, fourier.number_ids(tok), args.fourier, args.amp) if args.fourier else None
-    if fixed:
+    fixed = None
+    if args.fourier:
+        try:
+            fixed = fourier.FixedNumberDims(model, fourier.number_ids(tok), args.fourier, args.amp)
+        except ValueError as e:
+            ap.error(str(e))
         fixed.apply()
     erng = random.Random(4242)
     seen = [row(tok, erng, 16, False) for _ in range(8)]
@@ -140,7 +136,7 @@ def main():
     step, run_loss = 0, None
     while time.time() - t0 < args.minutes * 60:
         frac = (time.time() - t0) / (args.minutes * 60)
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr = train.cosine_lr(args.lr, min(1.0, (step + 1) / args.warmup), frac)
         for g in opt.param_groups:
             g["lr"] = lr
         ids, keym, is_ans, is_res = pad_rows(tok, [row(tok, rng, rng.randint(*args.q), False) for _ in range(args.batch)])

@@ -80,6 +80,12 @@ def build_sequence(tok, prefix, qs, gen_length, first_to_marker=False):
     return ids, ans, first, plen
 
 
+def cosine_lr(peak, warm, frac):
+    """Learning rate at fraction frac of a cosine cycle from peak down to a tenth of it, times the warmup
+    factor warm (0..1)."""
+    return peak * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
 def q_range(text):
     """argparse type of --rule-q / --arith-q: 'LO,HI' with 1 <= LO <= HI."""
     try:
@@ -110,6 +116,17 @@ def positive_int(text):
         v = 0
     if v < 1:
         raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return v
+
+
+def positive_float(text):
+    """argparse type of --fourier-amp (and probe_numbers.py --amp): a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError("expected a positive number, got %r" % text)
     return v
 
 
@@ -635,7 +652,7 @@ def main():
     ap.add_argument("--fourier", type=int, default=0, choices=range(0, len(fourier.FREQS) + 1), metavar="K",
                     help="hold the last 2K dims of the number tokens' embedding and output rows at fixed Fourier "
                          "features of their value (fourier.py; the other tokens' dims keep training); 0 = off")
-    ap.add_argument("--fourier-amp", type=float, default=0.1, help="amplitude of the --fourier entries")
+    ap.add_argument("--fourier-amp", type=positive_float, default=0.1, help="amplitude of the --fourier entries")
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
@@ -671,8 +688,6 @@ def main():
     args = ap.parse_args()
     if args.cycle_steps is not None and (args.steps is None or not args.new_cycle or args.cycle_minutes is not None):
         ap.error("--cycle-steps needs --steps and --new-cycle, and not --cycle-minutes")
-    if args.fourier and not args.fourier_amp > 0:
-        ap.error("--fourier-amp must be > 0, got %g" % args.fourier_amp)
 
     torch.set_num_threads(args.threads)
     log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
@@ -764,7 +779,7 @@ def main():
         else:
             frac = min(1.0, done_s / total_s)
             wu = min(1.0, (step + 1) / args.warmup)
-        lr = args.lr * wu * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr = cosine_lr(args.lr, wu, frac)
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
