@@ -2,8 +2,8 @@
 # tools/train/probe_numbers.py and fourier.py (train.py --fourier): the number tokens fixed (" 0" .. " 99", one token each), its rows
 # (the two result tokens of every question marked, and they are x op y), the Fourier table (an
 # output head made of it reads every number back, and it encodes x + y as a rotation of x), the
-# fixed dimensions surviving an optimizer step with weight decay, its scoring, bad flags, and a
-# short run end to end.
+# fixed dimensions surviving an optimizer step with weight decay, its scoring, bad flags, --score, and
+# a short run end to end.
 # Usage: probe_numbers.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -102,6 +102,32 @@ for bad in "--fourier 17|invalid choice" "--fourier 8 --d 16|--fourier 8 needs 2
   grep -qF -- "$want" <<<"$err" || { echo "FAIL probe_numbers.py $flag: $err"; exit 1; }
 done
 echo "ok   bad --fourier / --d / --minutes / --q / --amp values are refused with the reason"
+
+# --score: a full-size model scored only; the committed GGUF and the same weights as a train.py
+# checkpoint score alike; a missing file is refused by name.
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$PY" - "$SRC" "$TMP/committed.pt" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1] + "/tools/train")
+import torch
+import bpe
+import import_gguf
+from model import default_config
+tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
+sd = import_gguf.state_dict_from_gguf(sys.argv[1] + "/models/tiny-llada.gguf", default_config(tok.n_vocab))
+torch.save({"model": sd}, sys.argv[2])
+EOF
+line="results right: train facts [01]\.[0-9]*, held-out facts [01]\.[0-9]*"
+g=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$SRC/models/tiny-llada.gguf" 2>&1) || true
+p=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$TMP/committed.pt" 2>&1) || true
+grep -q "$line" <<<"$g" && [ "$(grep -o "$line" <<<"$g")" = "$(grep -o "$line" <<<"$p")" ] \
+  || { echo "FAIL --score: GGUF '$g', checkpoint '$p'"; exit 1; }
+if err=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$TMP/missing.gguf" 2>&1); then
+  echo "FAIL --score of a missing file was accepted"; exit 1
+fi
+grep -qF -- "--score $TMP/missing.gguf: " <<<"$err" || { echo "FAIL --score missing file: $err"; exit 1; }
+echo "ok   --score: the committed GGUF and its weights as a checkpoint score alike ($(grep -o "$line" <<<"$g")); a missing file is refused"
 
 out=$(cd "$SRC/tools/train" && timeout 300 "$PY" probe_numbers.py --layers 1 --d 32 --ff 64 --heads 2 \
   --fourier 4 --minutes 0.05 --batch 4 --eval-every 100 --precision f32 2>&1)

@@ -18,6 +18,7 @@ prompt-hash split: the table cannot be looked up for those).
 
   python3 tools/train/probe_numbers.py --minutes 12 --fourier 0
   python3 tools/train/probe_numbers.py --minutes 12 --fourier 12
+  python3 tools/train/probe_numbers.py --score models/tiny-llada.gguf   (a full-size model, scored only)
 
 Not part of `make model`; the figures it gave are in docs/model.md.
 """
@@ -107,6 +108,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", choices=precision.CHOICES, default="auto")
     ap.add_argument("--save", default=None, help="write the final state_dict here")
+    ap.add_argument("--score", default=None, metavar="FILE",
+                    help="only score FILE (a train.py checkpoint or a tiny-llada GGUF, the embedded model's shape) "
+                         "on the same questions, then exit")
     args = ap.parse_args()
     if args.minutes <= 0:
         ap.error("--minutes must be > 0")
@@ -114,7 +118,23 @@ def main():
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
+    erng = random.Random(4242)
+    seen = [row(tok, erng, 16, False) for _ in range(8)]
+    unseen = [row(tok, erng, 16, True) for _ in range(8)]
     cfg = default_config(tok.n_vocab)
+    if args.score:
+        model = LLaDA(cfg)
+        try:
+            if args.score.endswith(".pt"):
+                model.load_state_dict(torch.load(args.score)["model"])
+            else:
+                import import_gguf
+                model.load_state_dict(import_gguf.state_dict_from_gguf(args.score, cfg))
+        except Exception as e:  # a missing, foreign or damaged file: say which and why
+            ap.error("--score %s: %s" % (args.score, e))
+        log("%s: results right: train facts %.3f, held-out facts %.3f"
+            % (args.score, score(model, tok, seen), score(model, tok, unseen)))
+        return
     cfg.update(shape_of(args))
     model = LLaDA(cfg)
     fixed = None
@@ -124,9 +144,6 @@ def main():
         except ValueError as e:
             ap.error(str(e))
         fixed.apply()
-    erng = random.Random(4242)
-    seen = [row(tok, erng, 16, False) for _ in range(8)]
-    unseen = [row(tok, erng, 16, True) for _ in range(8)]
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     precision.set_mode(args.precision)
     log("fourier %d, layers %d, d %d, %.2fM params; results right at start: train facts %.3f, held-out facts %.3f"
