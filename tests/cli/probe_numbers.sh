@@ -104,7 +104,7 @@ done
 echo "ok   bad --fourier / --d / --minutes / --q / --amp values are refused with the reason"
 
 # --score: a full-size model scored only; the committed GGUF and the same weights as a train.py
-# checkpoint score alike; a missing file is refused by name.
+# checkpoint score alike; a missing file and a file that is no train.py checkpoint are refused by name.
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 "$PY" - "$SRC" "$TMP/committed.pt" <<'EOF'
@@ -127,7 +127,13 @@ if err=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$TMP/missing.gguf" 2
   echo "FAIL --score of a missing file was accepted"; exit 1
 fi
 grep -qF -- "--score $TMP/missing.gguf: " <<<"$err" || { echo "FAIL --score missing file: $err"; exit 1; }
-echo "ok   --score: the committed GGUF and its weights as a checkpoint score alike ($(grep -o "$line" <<<"$g")); a missing file is refused"
+"$PY" -c 'import sys, torch; torch.save({"tok_emb.weight": torch.zeros(2, 2)}, sys.argv[1])' "$TMP/state.pt"
+if err=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$TMP/state.pt" 2>&1); then
+  echo "FAIL --score of a bare state_dict was accepted"; exit 1
+fi
+grep -qF -- "--score $TMP/state.pt: not a train.py checkpoint (no 'model' entry)" <<<"$err" \
+  || { echo "FAIL --score bare state_dict: $err"; exit 1; }
+echo "ok   --score: the committed GGUF and its weights as a checkpoint score alike ($(grep -o "$line" <<<"$g")); a missing file and a bare state_dict are refused"
 
 out=$(cd "$SRC/tools/train" && timeout 300 "$PY" probe_numbers.py --layers 1 --d 32 --ff 64 --heads 2 \
   --fourier 4 --minutes 0.05 --batch 4 --eval-every 100 --precision f32 2>&1)

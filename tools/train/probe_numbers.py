@@ -126,7 +126,10 @@ def main():
         model = LLaDA(cfg)
         try:
             if args.score.endswith(".pt"):
-                model.load_state_dict(torch.load(args.score)["model"])
+                ck = torch.load(args.score)
+                if not isinstance(ck, dict) or "model" not in ck:
+                    raise ValueError("not a train.py checkpoint (no 'model' entry)")
+                model.load_state_dict(ck["model"])
             else:
                 import import_gguf
                 model.load_state_dict(import_gguf.state_dict_from_gguf(args.score, cfg))
