@@ -8,7 +8,7 @@
 # are learnable, and measure a trained model's circuit (the committed model); --p-drill / --drill-q / --drill-ops
 # (arithmetic drill rows), --p-named (rule rows that name their rule), --p-worked (rule rows
 # whose answers give the rule's letter before '####'), --rule-batches / --rule-batch-q (steps of short
-# rule rows only); --t-min (the lowest answer mask ratio); the tokenizer JSON's pre-tokenizer
+# rule rows only), --drill-batches / --drill-batch-q (steps of add/sub drill rows only); --t-min (the lowest answer mask ratio); the tokenizer JSON's pre-tokenizer
 # ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused; --fourier (the number
 # tokens' fixed Fourier dims).
 # Usage: train_options.sh <bicache binary> <source dir>
@@ -264,6 +264,27 @@ assert any("input: " not in t for t in mixed_texts), "the mix holds docqa / arit
 # (< 320 tokens); the mix's docqa rows of 8-14 questions are wider (the batcher is seeded).
 assert ruled[0].shape[1] <= 320 and ruled[0].shape[1] < mixed[0].shape[1], (ruled[0].shape, mixed[0].shape)
 print("ok   --rule-batches: a rule batch is %d tokens wide, a mixed one %d" % (ruled[0].shape[1], mixed[0].shape[1]))
+
+# --drill-batches / --drill-batch-q: a batch drawn with only="arith-drill" holds drill rows alone,
+# drill_batch_q questions each, asking only the --drill-ops operations, every answer right; the
+# mix's own drill rows (--p-drill) keep drill_q.
+b = train.Batcher(tok, 27, set(), 32)
+b.p_doc, b.p_rule, b.p_drill, b.level = 0.35, 0.3, 0.4, 30
+b.drill_q, b.drill_batch_q, b.drill_ops = (12, 16), (3, 3), "+-"
+for _ in range(5):
+    ids, _, first, _, fam, _ = b.sample(0.0, only="arith-drill")
+    assert fam == "arith-drill" and sum(first) == 3, (fam, sum(first))
+    text = tok.decode(ids, skip_special=True)
+    steps = re.findall(r"What is (\d+) ([-+*]) (\d+)\?\s*(\d+) ([-+*]) (\d+) = (\d+)\. #### (\d+)", text)
+    assert len(steps) == 3, text
+    for x, op, y, x2, op2, y2, r, r2 in steps:
+        assert (x, op, y) == (x2, op2, y2) and op in "+-" and r == r2, text
+        assert int(r) == (int(x) + int(y) if op == "+" else int(x) - int(y)) and 0 <= int(r) <= 99, text
+drilled = b.batch(16, 0.0, only="arith-drill")
+texts = [tok.decode(r.tolist(), skip_special=True) for r in drilled[0]]
+assert all("Work out each step." in t and "Facts" not in t and "input: " not in t for t in texts), texts[0]
+assert drilled[0].shape[1] < 320 and not drilled[4].any(), drilled[0].shape
+print("ok   --drill-batches: a drill batch is %d tokens wide, 3 add/sub steps per row" % drilled[0].shape[1])
 
 # --p-worked: the other rule rows answer "rule T. #### OUTPUT" with T the letter of a rule that maps
 # every example and OUTPUT its result on the query; every token before "####" is an always-masked target
@@ -557,7 +578,7 @@ else
   echo "FAIL --fourier 4: $(tail -3 <<<"$out")"; fail=1
 fi
 
-for opt in --rule-q --doc-q --bind-q --drill-q --rule-batch-q; do
+for opt in --rule-q --doc-q --bind-q --drill-q --rule-batch-q --drill-batch-q; do
   for bad in "5,3" "0,2" "four" "1,2,3"; do refuse "$opt" "$bad" "expected"; done
 done
 for bad in "7" "-1" "0,x"; do refuse --bind-templates "$bad" "\(template indices\|expected\)"; done
@@ -565,12 +586,13 @@ for bad in "3,1" "0,8" "x" "1"; do refuse --att-layers "$bad" "\(need\|expected\
 for bad in "8" "-1" "x"; do refuse --rule-layer "$bad" "\(need\|expected\)"; done
 for bad in "" "/" "++" "+x"; do refuse --drill-ops "$bad" "expected operations"; done
 for bad in "1.5" "-0.1" "most"; do refuse --t-min "$bad" "expected a share"; done
-for opt in --p-drill --p-named --p-worked --rule-batches; do
+for opt in --p-drill --p-named --p-worked --rule-batches --drill-batches; do
   for bad in "1.5" "-0.1" "half"; do refuse "$opt" "$bad" "expected a share"; done
 done
 for bad in "fp16" "BF16"; do refuse --precision "$bad" "invalid choice"; done
 for bad in "0" "-3" "2.5" "many"; do refuse --steps "$bad" "expected a positive integer"; done
 for bad in "0" "many"; do refuse --cycle-steps "$bad" "expected a positive integer"; done
+refuse_with "sum to more than 1" --rule-batches 0.6 --drill-batches 0.5
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
 for bad in "-0.1" "0" "inf" "x"; do refuse --fourier-amp "$bad" "expected a positive number"; done

@@ -267,6 +267,7 @@ class Batcher:
     rule_q = (3, 4)  # questions (answers masked) per rule row
     arith_q = (2, 3)  # questions per arith row
     rule_batch_q = (1, 3)  # questions per row in a rule-only batch (--rule-batches): short rows, cheap steps
+    drill_batch_q = (8, 12)  # questions per row in a drill-only batch (--drill-batches)
     p_named = 0.0  # share of the rule rows whose instruction names the rule ("rule-named")
     p_worked = 0.0  # share of the other rule rows whose answers give the rule's letter first ("rule-worked")
     p_drill = 0.0  # share of the arith rows that are arithmetic drills ("arith-drill")
@@ -282,7 +283,8 @@ class Batcher:
         return (lo, hi)
 
     def sample(self, prog, long=False, only=None):
-        """only: a family every row of this batch is ("rule" for --rule-batches); None draws by p_doc / p_rule."""
+        """only: a family every row of this batch is ("rule" for --rule-batches, "arith-drill" for
+        --drill-batches); None draws by p_doc / p_rule."""
         r = self.rng.random()
         fam = "docqa" if r < self.p_doc else ("rule" if r < self.p_doc + (1 - self.p_doc) * self.p_rule else "arith")
         if only is not None:
@@ -313,6 +315,9 @@ class Batcher:
                 fam = "rule-named"
             elif self.p_worked > 0 and self.rng.random() < self.p_worked:
                 fam = "rule-worked"
+        elif fam == "arith-drill":
+            nq = self.rng.randint(*self.drill_batch_q)
+            facts = (3, 8)
         else:
             nq = self.rng.randint(*self.arith_q)
             facts = (3, 8)
@@ -638,6 +643,11 @@ def main():
                     help="share of the steps whose batch holds rule rows only: a batch is padded to its longest "
                          "row, so rule rows (~150-400 tokens) cost a fraction of a step that also holds docqa rows")
     ap.add_argument("--rule-batch-q", type=q_range, default=(1, 3), help="LO,HI questions per row of a --rule-batches batch")
+    ap.add_argument("--drill-batches", type=share, default=0.0,
+                    help="share of the steps whose batch holds arithmetic drill rows only (--drill-ops, "
+                         "--drill-batch-q questions each; no BiCache copies): many add/sub facts per step")
+    ap.add_argument("--drill-batch-q", type=q_range, default=(8, 12),
+                    help="LO,HI questions per row of a --drill-batches batch")
     ap.add_argument("--arith-q", type=q_range, default=(2, 3), help="LO,HI questions per arith row")
     ap.add_argument("--p-named", type=share, default=0.0,
                     help="share of the rule rows whose instruction names the rule (applying a known rule)")
@@ -688,6 +698,9 @@ def main():
     args = ap.parse_args()
     if args.cycle_steps is not None and (args.steps is None or not args.new_cycle or args.cycle_minutes is not None):
         ap.error("--cycle-steps needs --steps and --new-cycle, and not --cycle-minutes")
+    if args.rule_batches + args.drill_batches > 1:
+        ap.error("--rule-batches %g and --drill-batches %g are shares of the steps and sum to more than 1"
+                 % (args.rule_batches, args.drill_batches))
 
     torch.set_num_threads(args.threads)
     log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
@@ -738,6 +751,7 @@ def main():
     batcher.p_named, batcher.p_drill, batcher.drill_q = args.p_named, args.p_drill, args.drill_q
     batcher.p_worked = args.p_worked
     batcher.rule_batch_q = args.rule_batch_q
+    batcher.drill_batch_q = args.drill_batch_q
     batcher.drill_ops = args.drill_ops
     batcher.doc_q, batcher.p_bind = args.doc_q, args.p_bind
     batcher.bind_level = args.bind_start if args.bind_start is not None else bind_level
@@ -783,13 +797,18 @@ def main():
         for g in opt.param_groups:
             g["lr"] = lr
         long = batcher.rng.random() < args.p_long
-        # Drawn only when asked for, so that the random stream of a run without --rule-batches is unchanged.
-        only = "rule" if args.rule_batches > 0 and not long and batcher.rng.random() < args.rule_batches else None
+        # Drawn only when asked for, so that the random stream of a run without --rule-batches and
+        # --drill-batches is unchanged (and that of a run with --rule-batches alone too).
+        only = None
+        if (args.rule_batches > 0 or args.drill_batches > 0) and not long:
+            r = batcher.rng.random()
+            only = "rule" if r < args.rule_batches else (
+                "arith-drill" if r < args.rule_batches + args.drill_batches else None)
         ids, is_ans, valid, first, isdoc, plen, isbind, links = batcher.batch(max(4, args.batch // 4) if long else args.batch,
                                                                             prog, long, only)
         loss, dacc, cons, oacc, bacc, asup = diffusion_loss(model, ids, is_ans, valid, mask_id, gen, p_full=args.p_full, first=first,
                                           isdoc=isdoc, eos_id=tok.special["<|eos|>"], eos_weight=args.eos_weight,
-                                          plen=plen, iso_pairs=0 if long else args.iso_pairs, iso_max=args.iso_max,
+                                          plen=plen, iso_pairs=0 if long or only == "arith-drill" else args.iso_pairs, iso_max=args.iso_max,
                                           cons_weight=args.cons_weight, isbind=isbind, links=links,
                                           att_sup=args.att_sup, att_layers=args.att_layers,
                                           rule_sup=args.rule_sup, rule_layer=args.rule_layer,
