@@ -3,8 +3,8 @@
 # (resumes from tools/train/ckpt/latest.pt if present) and GGUF export.
 #
 #   tools/train/make_model.sh [MINUTES [MINUTES4 [MINUTES5 [MINUTES6 [MINUTES7 [MINUTES8 [MINUTES9
-#                             [MINUTES10 [MINUTES11 [STEPS12 [STEPS13]]]]]]]]]]]
-#                             (default 151, 85, 100, 95, 65, 25, 60, 27, 81, 368, 600)
+#                             [MINUTES10 [MINUTES11 [STEPS12 [STEPS13 [STEPS14 [STEPS15 [STEPS16]]]]]]]]]]]]]]
+#                             (default 151, 85, 100, 95, 65, 25, 60, 27, 81, 368, 600, 243, 132, 738)
 #
 # MINUTES: phases 1-3 (the masked-diffusion SFT recipe); MINUTES4: phase 4, the BiCache-aware
 # fine-tune (prefix isolated in shallow layers for repeated rows, prefix K/V consistency term);
@@ -14,11 +14,14 @@
 # MINUTES10, MINUTES11: phases 10-11, more arith rows, then arithmetic drill rows and rule rows that
 # name their rule (tenth run); STEPS12, STEPS13: phases 12-13, a share of the steps on batches of
 # short rule rows only (twenty-first and twenty-second runs), budgeted in steps, not minutes;
-# MINUTES5..STEPS13 = 0 skips that phase.
+# STEPS14, STEPS15, STEPS16: phases 14-16, number tokens with fixed Fourier dims (--fourier 12) and
+# add/sub drills, the last on batches of drill rows only (twenty-fourth and twenty-fifth runs);
+# MINUTES5..STEPS16 = 0 skips that phase.
 #
 # Time: ~10 s for data + tokenizer + fixtures; training is time-budgeted by MINUTES
-# of wall time, phases 12-13 by steps (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 + 27 + 81 + 37 + 47 min, ~773 min at 0.2-1.5
-# step/s on the 2-core CPU box, ~7.3M params, bf16 autocast; see docs/model.md for the recipe and why);
+# of wall time, phases 12-16 by steps (the committed model: 4 min probe + 62 + 85 + 85 + 100 + 95 + 65 + 25 + 60 + 27 + 81 + 37 + 47 + 31 + 27 + 80 min, ~911 min at 0.08-1.5
+# step/s on 2-core CPU boxes, ~7.3M params, bf16 autocast, f32 from phase 12 on an AVX2-only CPU; see
+# docs/model.md for the recipe and why);
 # export ~5 s. Output: models/tiny-llada.gguf (bf16, ~15 MB).
 # NOTE: tokenizer.json is deterministic; regenerating it does not invalidate a
 # checkpoint as long as the suite vocabulary is unchanged (train.py asserts the
@@ -37,6 +40,9 @@ MIN10=${8:-27}
 MIN11=${9:-81}
 STEPS12=${10:-368}
 STEPS13=${11:-600}
+STEPS14=${12:-243}
+STEPS15=${13:-132}
+STEPS16=${14:-738}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=PASSIVE
 # glibc returns big buffers to the OS after every step otherwise (page-fault storm)
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
@@ -139,5 +145,24 @@ fi
 if [ "$STEPS13" -gt 0 ]; then
   $PY tools/train/train.py --minutes 180 --steps "$STEPS13" --new-cycle --lr 3e-4 "${RULE_MIX[@]}" \
     --rule-batches 0.6 2>&1 | tee -a "$LOG"
+fi
+# Phases 14-16 (resume): the last 24 dims of the number tokens " 0".." 99" in the embedding and
+# the output head held at cos/sin(2 pi k n / 100) (--fourier 12, tools/train/fourier.py), with
+# add/sub drills, docs/model.md "Twenty-fourth run" and "Twenty-fifth run". Phases 14 and 15 were
+# stopped part-way through their cosine cycles (600 and 250 steps), hence --cycle-steps.
+NUM_MIX=("${RULE_MIX[@]}" --fourier 12 --drill-ops +-)
+if [ "$STEPS14" -gt 0 ]; then
+  $PY tools/train/train.py --minutes 180 --steps "$STEPS14" --cycle-steps 600 --new-cycle --lr 4e-4 "${NUM_MIX[@]}" \
+    --rule-batches 0.4 --p-rule 0.25 --p-drill 0.6 --drill-q 16,24 2>&1 | tee -a "$LOG"
+fi
+if [ "$STEPS15" -gt 0 ]; then
+  $PY tools/train/train.py --minutes 180 --steps "$STEPS15" --cycle-steps 250 --new-cycle --lr 4e-4 "${NUM_MIX[@]}" \
+    --rule-batches 0.15 --p-doc 0.2 --p-rule 0.15 --p-drill 0.9 --drill-q 24,32 2>&1 | tee -a "$LOG"
+fi
+# Phase 16: 60% of the steps on batches of drill rows only (--drill-batches, 8-12 add/sub steps
+# per row), 15% on rule-only batches, the rest the phase-13 mix with drills (80 min of f32 steps).
+if [ "$STEPS16" -gt 0 ]; then
+  $PY tools/train/train.py --minutes 240 --steps "$STEPS16" --new-cycle --lr 4e-4 "${NUM_MIX[@]}" \
+    --rule-batches 0.15 --drill-batches 0.6 --drill-batch-q 8,12 2>&1 | tee -a "$LOG"
 fi
 $PY tools/train/export.py --out models/tiny-llada.gguf
