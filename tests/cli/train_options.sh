@@ -284,7 +284,10 @@ drilled = b.batch(16, 0.0, only="arith-drill")
 texts = [tok.decode(r.tolist(), skip_special=True) for r in drilled[0]]
 assert all("Work out each step." in t and "Facts" not in t and "input: " not in t for t in texts), texts[0]
 assert drilled[0].shape[1] < 320 and not drilled[4].any(), drilled[0].shape
-print("ok   --drill-batches: a drill batch is %d tokens wide, 3 add/sub steps per row" % drilled[0].shape[1])
+mix_drills = [sum(f) for _, _, f, _, fam, _ in (b.sample(0.0) for _ in range(60)) if fam == "arith-drill"]
+assert mix_drills and all(12 <= n <= 16 for n in mix_drills), mix_drills
+print("ok   --drill-batches: a drill batch is %d tokens wide, 3 add/sub steps per row; the mix's %d drill rows "
+      "ask 12-16" % (drilled[0].shape[1], len(mix_drills)))
 
 # --p-worked: the other rule rows answer "rule T. #### OUTPUT" with T the letter of a rule that maps
 # every example and OUTPUT its result on the query; every token before "####" is an always-masked target
