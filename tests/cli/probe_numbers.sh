@@ -107,17 +107,7 @@ echo "ok   bad --fourier / --d / --minutes / --q / --amp values are refused with
 # checkpoint score alike; a missing file and a file that is no train.py checkpoint are refused by name.
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-"$PY" - "$SRC" "$TMP/committed.pt" <<'EOF'
-import sys
-sys.path.insert(0, sys.argv[1] + "/tools/train")
-import torch
-import bpe
-import import_gguf
-from model import default_config
-tok = bpe.Tokenizer.load(sys.argv[1] + "/tools/train/tokenizer.json")
-sd = import_gguf.state_dict_from_gguf(sys.argv[1] + "/models/tiny-llada.gguf", default_config(tok.n_vocab))
-torch.save({"model": sd}, sys.argv[2])
-EOF
+"$PY" "$SRC/tools/train/import_gguf.py" --gguf "$SRC/models/tiny-llada.gguf" --out "$TMP/committed.pt" >/dev/null
 line="results right: train facts [01]\.[0-9]*, held-out facts [01]\.[0-9]*"
 g=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$SRC/models/tiny-llada.gguf" 2>&1) || true
 p=$("$PY" "$SRC/tools/train/probe_numbers.py" --score "$TMP/committed.pt" 2>&1) || true
