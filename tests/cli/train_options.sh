@@ -10,7 +10,7 @@
 # whose answers give the rule's letter before '####'), --rule-batches / --rule-batch-q (steps of short
 # rule rows only), --drill-batches / --drill-batch-q (steps of add/sub drill rows only); --t-min (the lowest answer mask ratio); the tokenizer JSON's pre-tokenizer
 # ("gpt2" / "gpt2-digits") through export to the engine, an unknown one refused; --fourier (the number
-# tokens' fixed Fourier dims).
+# tokens' fixed Fourier dims); --device (an unknown or unavailable device refused by name).
 # Usage: train_options.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -599,6 +599,12 @@ refuse_with "sum to more than 1" --rule-batches 0.6 --drill-batches 0.5
 for bad in "-1" "2.5" "all"; do refuse --eval-n "$bad" "expected a whole number"; done
 for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid int value\)"; done
 for bad in "-0.1" "0" "inf" "x"; do refuse --fourier-amp "$bad" "expected a positive number"; done
+# --device: an unknown device is refused by name; cuda is refused with its reason where this PyTorch
+# has no CUDA device (CI's machines), before any model is built.
+for bad in "tpu" "gpu" "cuda0"; do refuse_with "device must be cpu, cuda or cuda:N, got '$bad'" --device "$bad"; done
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  refuse_with "device cuda: this PyTorch sees no CUDA device" --device cuda
+fi
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.
@@ -621,6 +627,9 @@ for flags, want in cases.items():
     assert got == want, (flags, got, want)
     assert precision.resolve("f32", path) == "f32" and precision.resolve("bf16", path) == "bf16"
 assert precision.resolve("auto", os.path.join(d, "missing")) == "f32"
+# on a CUDA device (train.py --device cuda) auto is bf16 whatever the CPU has
+assert precision.resolve("auto", path, device_type="cuda") == "bf16"
+assert precision.resolve("f32", path, device_type="cuda") == "f32"
 try:
     precision.resolve("fp8")
     raise AssertionError("fp8 accepted")
@@ -633,6 +642,6 @@ with precision.autocast():
 precision.set_mode("bf16")
 with precision.autocast():
     assert (a @ b).dtype == torch.bfloat16
-print("ok   precision: auto = bf16 only with avx512_bf16 / amx_bf16, f32 runs without autocast, bad names refused")
+print("ok   precision: auto = bf16 only with avx512_bf16 / amx_bf16 (or on CUDA), f32 runs without autocast, bad names refused")
 EOF
 exit $fail

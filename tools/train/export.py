@@ -47,7 +47,7 @@ def main():
     args = ap.parse_args()
     from export import export_llada  # tools/gguf_py/export.py
 
-    ck = torch.load(args.ckpt, map_location="cpu")
+    ck = torch.load(args.ckpt, map_location="cpu", weights_only=False)  # our own checkpoint
     with open(args.tokenizer) as f:
         tok = json.load(f)
     cfg = dict(ck["config"])

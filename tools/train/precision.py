@@ -3,7 +3,8 @@
 bf16 autocast is ~8x faster than f32 on a CPU with AVX512-BF16 or AMX (the machines the
 earlier training runs used), but on one without them (e.g. an AVX2-only AMD EPYC) PyTorch
 emulates it: measured 1.3 GFLOP/s against 62 GFLOP/s for f32 on a 256x704 matmul, 2 threads,
-2026-12-02 (docs/model.md, "Eighteenth run"). "auto" picks by /proc/cpuinfo's flags.
+2026-12-02 (docs/model.md, "Eighteenth run"). "auto" picks by /proc/cpuinfo's flags on a CPU,
+and bf16 on a CUDA device (train.py --device cuda).
 """
 import contextlib
 
@@ -26,22 +27,25 @@ def cpu_has_fast_bf16(cpuinfo_path="/proc/cpuinfo"):
     return False
 
 
-def resolve(choice, cpuinfo_path="/proc/cpuinfo"):
-    """'bf16' or 'f32' for a --precision value (auto: bf16 only with native bf16)."""
+def resolve(choice, cpuinfo_path="/proc/cpuinfo", device_type="cpu"):
+    """'bf16' or 'f32' for a --precision value (auto: bf16 on CUDA or a CPU with native bf16)."""
     if choice not in CHOICES:
         raise ValueError("precision must be one of %s, got %r" % (", ".join(CHOICES), choice))
     if choice == "auto":
-        return "bf16" if cpu_has_fast_bf16(cpuinfo_path) else "f32"
+        return "bf16" if device_type == "cuda" or cpu_has_fast_bf16(cpuinfo_path) else "f32"
     return choice
 
 
 _mode = None  # resolved from "auto" on first use unless set_mode() chose
+_device_type = "cpu"  # the autocast device type: "cpu" or "cuda"
 
 
-def set_mode(choice):
-    """Sets the process-wide compute precision; returns the resolved one ('bf16' or 'f32')."""
-    global _mode
-    _mode = resolve(choice)
+def set_mode(choice, device_type="cpu"):
+    """Sets the process-wide compute precision and the device type the forward runs on;
+    returns the resolved precision ('bf16' or 'f32')."""
+    global _mode, _device_type
+    _device_type = device_type
+    _mode = resolve(choice, device_type=device_type)
     return _mode
 
 
@@ -51,5 +55,5 @@ def autocast():
     if _mode is None:
         _mode = resolve("auto")
     if _mode == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(_device_type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -694,7 +694,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--adaptive-threads", type=int, default=1)
     ap.add_argument("--precision", choices=precision.CHOICES, default="auto",
-                    help="forward precision: bf16 autocast, f32, or auto (bf16 only on a CPU with native bf16)")
+                    help="forward precision: bf16 autocast, f32, or auto (bf16 on CUDA or on a CPU with native bf16)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device of the model, the batches and the mask sampling: cpu, or cuda[:N] "
+                         "(PyTorch >= 2.0 with CUDA; the random streams then differ from a CPU run's)")
     args = ap.parse_args()
     if args.cycle_steps is not None and (args.steps is None or not args.new_cycle or args.cycle_minutes is not None):
         ap.error("--cycle-steps needs --steps and --new-cycle, and not --cycle-minutes")
@@ -702,8 +705,20 @@ def main():
         ap.error("--rule-batches %g and --drill-batches %g are shares of the steps and sum to more than 1"
                  % (args.rule_batches, args.drill_batches))
 
+    dev = torch.device(args.device) if args.device in ("cpu", "cuda") or args.device.startswith("cuda:") else None
+    if dev is None:
+        ap.error("--device must be cpu, cuda or cuda:N, got %r" % args.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            ap.error("--device %s: this PyTorch sees no CUDA device" % args.device)
+        if not hasattr(torch, "set_default_device"):
+            ap.error("--device %s needs PyTorch >= 2.0 (torch.set_default_device); this is %s"
+                     % (args.device, torch.__version__))
+        # Every tensor the batcher, the loss and the model create lands on the device.
+        torch.set_default_device(dev)
     torch.set_num_threads(args.threads)
-    log("precision", precision.set_mode(args.precision), "(--precision %s)" % args.precision)
+    log("precision", precision.set_mode(args.precision, dev.type), "(--precision %s, --device %s)"
+        % (args.precision, args.device))
     os.makedirs(args.ckpt_dir, exist_ok=True)
     tok = bpe.Tokenizer.load(args.tokenizer)
     mask_id = tok.special["<|mask|>"]
@@ -723,7 +738,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     step, done_s, level, bind_level = 0, 0.0, 2, None
     if os.path.exists(latest) and not args.fresh:
-        ck = torch.load(latest)
+        ck = torch.load(latest, map_location=dev, weights_only=False)  # our own checkpoint (PyTorch >= 2.6 defaults to True)
         assert ck["config"] == cfg, "config changed; use --fresh"
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
@@ -759,7 +774,7 @@ def main():
     batcher.bind_q = args.bind_q
     batcher.level = level if args.level is None else args.level
     acc_ema, last_raise, oacc_ema, bacc_ema, last_bind_raise = 0.0, step, 0.0, None, step
-    gen = torch.Generator().manual_seed(args.seed * 7919 + step)
+    gen = torch.Generator(device=dev).manual_seed(args.seed * 7919 + step)
 
     def save():
         tmp = latest + ".tmp"
@@ -849,7 +864,7 @@ def main():
         loss_acc += loss.item()
         n_acc += 1
         tok_acc += int(valid.sum())
-        if step % 10 == 0 and args.adaptive_threads:
+        if step % 10 == 0 and args.adaptive_threads and dev.type == "cpu":
             # C++ builds share the 2 cores: OpenMP barriers collapse under
             # oversubscription, so drop to 1 thread while the machine is busy.
             nt = 1 if os.getloadavg()[0] > args.threads + 1.0 else args.threads
