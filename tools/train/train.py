@@ -705,7 +705,9 @@ def main():
         ap.error("--rule-batches %g and --drill-batches %g are shares of the steps and sum to more than 1"
                  % (args.rule_batches, args.drill_batches))
 
-    dev = torch.device(args.device) if args.device in ("cpu", "cuda") or args.device.startswith("cuda:") else None
+    dev = None
+    if args.device in ("cpu", "cuda") or (args.device.startswith("cuda:") and args.device[5:].isdigit()):
+        dev = torch.device(args.device)
     if dev is None:
         ap.error("--device must be cpu, cuda or cuda:N, got %r" % args.device)
     if dev.type == "cuda":
