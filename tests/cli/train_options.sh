@@ -601,7 +601,7 @@ for bad in "17" "-1" "x"; do refuse --fourier "$bad" "\(invalid choice\|invalid 
 for bad in "-0.1" "0" "inf" "x"; do refuse --fourier-amp "$bad" "expected a positive number"; done
 # --device: an unknown device is refused by name; cuda is refused with its reason where this PyTorch
 # has no CUDA device (CI's machines), before any model is built.
-for bad in "tpu" "gpu" "cuda0" "cuda:x" "cuda:"; do refuse_with "device must be cpu, cuda or cuda:N, got '$bad'" --device "$bad"; done
+for bad in "tpu" "gpu" "cuda0" "cuda:x" "cuda:"; do refuse --device "$bad" "must be cpu, cuda or cuda:N, got '$bad'"; done
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   refuse_with "device cuda: this PyTorch sees no CUDA device" --device cuda
 fi

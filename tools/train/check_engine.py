@@ -13,7 +13,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from model import LLaDA  # noqa: E402
+from model import LLaDA, load_checkpoint  # noqa: E402
 
 
 def main():
@@ -23,7 +23,7 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "tiny-llada.gguf"))
     ap.add_argument("--suite", default=os.path.join(ROOT, "tests", "data", "suite", "heldout.jsonl"))
     args = ap.parse_args()
-    ck = torch.load(args.ckpt, map_location="cpu")
+    ck = load_checkpoint(args.ckpt, map_location="cpu")
     m = LLaDA(ck["config"])
     m.load_state_dict({k: v.to(torch.bfloat16).float() for k, v in ck["model"].items()})
     m.eval()

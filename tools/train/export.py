@@ -11,7 +11,6 @@ import json
 import os
 import sys
 
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -19,6 +18,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "gguf_py"))
 
 import format as fmt  # noqa: E402
+from model import load_checkpoint  # noqa: E402
 
 
 def gguf_tokenizer(tok_json):
@@ -47,7 +47,7 @@ def main():
     args = ap.parse_args()
     from export import export_llada  # tools/gguf_py/export.py
 
-    ck = torch.load(args.ckpt, map_location="cpu", weights_only=False)  # our own checkpoint
+    ck = load_checkpoint(args.ckpt, map_location="cpu")
     with open(args.tokenizer) as f:
         tok = json.load(f)
     cfg = dict(ck["config"])

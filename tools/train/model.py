@@ -98,6 +98,13 @@ class Layer(nn.Module):
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
 
 
+def load_checkpoint(path, map_location=None):
+    """A checkpoint of the tooling (train.py's dict of model and optimizer state, config, step;
+    or a bare state_dict). PyTorch >= 2.6 unpickles only tensors unless told weights_only=False,
+    and these files hold ints, floats and strings beside them."""
+    return torch.load(path, map_location=map_location, weights_only=False)
+
+
 class LLaDA(nn.Module):
     def __init__(self, c):
         super().__init__()

@@ -22,14 +22,14 @@ sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 import format as fmt  # noqa: E402
 import suite  # noqa: E402
-from model import LLaDA, default_config  # noqa: E402
+from model import LLaDA, default_config, load_checkpoint  # noqa: E402
 
 
 def load(args, tok):
     if args.gguf:
         from import_gguf import model_from_gguf
         return model_from_gguf(args.gguf, default_config(tok.n_vocab)).eval()
-    ck = torch.load(args.ckpt)
+    ck = load_checkpoint(args.ckpt)
     m = LLaDA(ck["config"])
     m.load_state_dict(ck["model"])
     return m.eval()

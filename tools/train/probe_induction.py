@@ -31,7 +31,7 @@ import format as fmt  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
-from model import LLaDA, add_shape_args, default_config, shape_of  # noqa: E402
+from model import LLaDA, add_shape_args, default_config, load_checkpoint, shape_of  # noqa: E402
 
 
 def log(*a):
@@ -131,7 +131,7 @@ def main():
     if args.init == "fresh":
         cfg.update(small)
     elif args.init.endswith(".pt"):
-        sd = torch.load(args.init)
+        sd = load_checkpoint(args.init)
         if "model" in sd:  # a train.py checkpoint
             sd = sd["model"]
         else:  # a state_dict this probe saved

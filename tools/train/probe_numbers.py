@@ -39,7 +39,7 @@ import fourier  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
-from model import LLaDA, add_shape_args, default_config, shape_of  # noqa: E402
+from model import LLaDA, add_shape_args, default_config, load_checkpoint, shape_of  # noqa: E402
 
 
 def log(*a):
@@ -126,7 +126,7 @@ def main():
         model = LLaDA(cfg)
         try:
             if args.score.endswith(".pt"):
-                ck = torch.load(args.score)
+                ck = load_checkpoint(args.score)
                 if not isinstance(ck, dict) or "model" not in ck:
                     raise ValueError("not a train.py checkpoint (no 'model' entry)")
                 model.load_state_dict(ck["model"])

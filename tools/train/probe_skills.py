@@ -26,7 +26,7 @@ import format as fmt  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
 import train  # noqa: E402
-from model import LLaDA, default_config  # noqa: E402
+from model import LLaDA, default_config, load_checkpoint  # noqa: E402
 
 
 def rule_probe(model, tok, n, seed):
@@ -94,7 +94,7 @@ def main():
     torch.set_num_threads(args.threads)
     tok = bpe.Tokenizer.load(args.tokenizer)
     model = LLaDA(default_config(tok.n_vocab))
-    ck = torch.load(args.ckpt)
+    ck = load_checkpoint(args.ckpt)
     model.load_state_dict(ck["model"])
     model.eval()
     print("checkpoint %s, step %d" % (args.ckpt, ck["step"]))

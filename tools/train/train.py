@@ -35,7 +35,7 @@ import format as fmt  # noqa: E402
 import fourier  # noqa: E402
 import precision  # noqa: E402
 import suite  # noqa: E402
-from model import LLaDA, default_config  # noqa: E402
+from model import LLaDA, default_config, load_checkpoint  # noqa: E402
 
 N_LAYER = default_config(2)["n_layer"]
 T_EPS = 1e-3  # LLaDA's lowest mask ratio (t ~ U(T_EPS, 1)); keeps the 1/t weights finite
@@ -147,6 +147,13 @@ def drill_ops(text):
         raise argparse.ArgumentTypeError(
             "expected operations from %r, each at most once (e.g. '+-'), got %r" % (suite.DRILL_OPS, text))
     return text
+
+
+def device_name(text):
+    """--device: cpu, cuda or cuda:N, as a torch.device"""
+    if text in ("cpu", "cuda") or (text.startswith("cuda:") and text[5:].isdigit()):
+        return torch.device(text)
+    raise argparse.ArgumentTypeError("must be cpu, cuda or cuda:N, got %r" % text)
 
 
 def layer_pair(text):
@@ -695,7 +702,7 @@ def main():
     ap.add_argument("--adaptive-threads", type=int, default=1)
     ap.add_argument("--precision", choices=precision.CHOICES, default="auto",
                     help="forward precision: bf16 autocast, f32, or auto (bf16 on CUDA or on a CPU with native bf16)")
-    ap.add_argument("--device", default="cpu",
+    ap.add_argument("--device", type=device_name, default="cpu",
                     help="torch device of the model, the batches and the mask sampling: cpu, or cuda[:N] "
                          "(PyTorch >= 2.0 with CUDA; the random streams then differ from a CPU run's)")
     args = ap.parse_args()
@@ -705,11 +712,7 @@ def main():
         ap.error("--rule-batches %g and --drill-batches %g are shares of the steps and sum to more than 1"
                  % (args.rule_batches, args.drill_batches))
 
-    dev = None
-    if args.device in ("cpu", "cuda") or (args.device.startswith("cuda:") and args.device[5:].isdigit()):
-        dev = torch.device(args.device)
-    if dev is None:
-        ap.error("--device must be cpu, cuda or cuda:N, got %r" % args.device)
+    dev = args.device
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             ap.error("--device %s: this PyTorch sees no CUDA device" % args.device)
@@ -740,7 +743,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     step, done_s, level, bind_level = 0, 0.0, 2, None
     if os.path.exists(latest) and not args.fresh:
-        ck = torch.load(latest, map_location=dev, weights_only=False)  # our own checkpoint (PyTorch >= 2.6 defaults to True)
+        ck = load_checkpoint(latest, map_location=dev)
         assert ck["config"] == cfg, "config changed; use --fresh"
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
