@@ -1,5 +1,6 @@
 #include "server/api_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -78,7 +79,9 @@ int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64
     return i;
   }
   if (v->is_number_float() && std::isfinite(d = v->get<double>()) && d == std::floor(d)) {
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+    // `hi + 1.0` rather than `hi`: a 64-bit bound rounds up to a power of two as a double (INT64_MAX
+    // to 2^63), which `d > hi` would let through and the cast below could not hold.
+    if (d < static_cast<double>(lo) || d >= static_cast<double>(hi) + 1.0) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
                      std::to_string(hi) + ", got " + Shown(*v), key);
     }
@@ -94,6 +97,21 @@ double GetNumber(const json& body, const char* key, double def) {
   const double d = v->get<double>();
   if (!std::isfinite(d)) BadRequest("'" + std::string(key) + "' must be finite", key);
   return d;
+}
+
+// A number field held as a float. The sampler's ranges have their bounds at 0, 1 and 2; a value on
+// one side of a bound stays on that side after rounding to float (0.99999999999 is below 1, and
+// 1e-46 above 0, though both round onto the bound), so validation judges the value that was sent.
+// Magnitudes past the float range become the largest float.
+float GetFloat(const json& body, const char* key, double def) {
+  const double d = std::clamp(GetNumber(body, key, def), -double{std::numeric_limits<float>::max()},
+                              double{std::numeric_limits<float>::max()});
+  float f = static_cast<float>(d);
+  for (const float bound : {0.0f, 1.0f, 2.0f}) {
+    if (d < bound && f >= bound) f = std::nextafter(bound, -std::numeric_limits<float>::infinity());
+    if (d > bound && f <= bound) f = std::nextafter(bound, std::numeric_limits<float>::infinity());
+  }
+  return f;
 }
 
 bool GetBool(const json& body, const char* key, bool def) {
@@ -204,6 +222,14 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
   return out;
 }
 
+// A prompt that alone fills the context, with no max_tokens asked for.
+void PromptFillsContext(int context, int prompt, bool chat) {
+  BadRequest("This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
+                 (chat ? "messages have " : "prompt has ") + std::to_string(prompt) +
+                 " tokens, which leaves no room for the completion. Please reduce the length of the prompt.",
+             chat ? "messages" : "prompt", "context_length_exceeded");
+}
+
 void ContextError(int context, int prompt, int gen) {
   BadRequest("This model's maximum context length is " + std::to_string(context) +
                  " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) + " tokens (" +
@@ -256,21 +282,30 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
                    std::to_string(limits.max_prompt_tokens) + ")",
                chat ? "messages" : "prompt", "prompt_too_long");
   }
-  if (P >= context) ContextError(context, P, Field(body, "max_tokens") ? 1 : 0);
-
-  // max_tokens is range-checked before the context check so a negative value reads as such.
+  // max_tokens is range-checked before the context check so a negative value reads as such, and
+  // the context error reports the max_tokens asked for.
   const int left = context - P;
-  const int64_t def = std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, left});
+  const int64_t def = std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
   const char* gen_key = Field(body, "max_completion_tokens") && !Field(body, "max_tokens") ? "max_completion_tokens" : "max_tokens";
   const int gen = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
-  if (int64_t{P} + gen > context) ContextError(context, P, gen);
+  if (int64_t{P} + gen > context) {
+    if (!Field(body, gen_key)) PromptFillsContext(context, P, chat);
+    ContextError(context, P, gen);
+  }
 
   diffusion::SamplerConfig& s = r.options.sampler;
   s.gen_length = gen;
   s.block_length = static_cast<int>(GetInt(body, "block_length", gen, 1, gen));
   const int blocks = gen / s.block_length;
   // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
-  // the block count so the schedule is valid.
+  // the block count so the schedule is valid. Every block needs a step, so more blocks than
+  // --max-steps allows cannot run within it.
+  if (blocks > limits.max_steps) {
+    BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " + std::to_string(gen) +
+                   " tokens into " + std::to_string(blocks) + " blocks, each needing a denoising step, but this server runs at most " +
+                   std::to_string(limits.max_steps) + " steps per request: use a longer block_length",
+               "block_length");
+  }
   int def_steps = std::min(gen, limits.max_steps);
   def_steps = std::max(blocks, def_steps / std::max(blocks, 1) * std::max(blocks, 1));
   s.steps = static_cast<int>(GetInt(body, "steps", def_steps, 1, limits.max_steps));
@@ -280,14 +315,14 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
     std::string param;
     BadRequest(FlagsToFields(e.what(), &param), "algorithm");
   }
-  s.temperature = static_cast<float>(GetNumber(body, "temperature", 0));
+  s.temperature = GetFloat(body, "temperature", 0);
   if (s.temperature < 0 || s.temperature > 2) BadRequest("'temperature' must be between 0 and 2", "temperature");
-  s.top_p = static_cast<float>(GetNumber(body, "top_p", 1));
+  s.top_p = GetFloat(body, "top_p", 1);
   s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, lm.model().config().n_vocab));
-  s.threshold = static_cast<float>(GetNumber(body, "threshold", 0));
-  s.alg_temp = static_cast<float>(GetNumber(body, "alg_temp", 0));
-  s.eps = static_cast<float>(GetNumber(body, "eps", 1e-3));
-  s.cfg_scale = static_cast<float>(GetNumber(body, "cfg", 0));
+  s.threshold = GetFloat(body, "threshold", 0);
+  s.alg_temp = GetFloat(body, "alg_temp", 0);
+  s.eps = GetFloat(body, "eps", 1e-3);
+  s.cfg_scale = GetFloat(body, "cfg", 0);
   s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   s.mask_id = lm.model().config().mask_token_id;
   s.stop_ids = lm.stop_ids();
@@ -308,7 +343,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   } else {
     r.options.cache = limits.default_cache;
   }
-  r.options.refresh_interval = static_cast<int>(GetInt(body, "refresh", limits.default_refresh, 0, limits.max_steps));
+  r.options.refresh_interval =
+      static_cast<int>(GetInt(body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
   if (s.cfg_scale > 0 && r.options.cache.reuses_prefix()) {
     BadRequest("'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or \"dual\"", "cfg");
   }

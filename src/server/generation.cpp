@@ -196,10 +196,11 @@ void SendError(httplib::Response& res, const ApiError& e) {
   res.set_content(Dump(ErrorBody(e)), "application/json");
 }
 
-void HandleGeneration(const httplib::Request& req, httplib::Response& res, const GenerationContext& ctx, bool chat) {
+void HandleGeneration(const httplib::Request& req, const std::string& body, httplib::Response& res,
+                      const GenerationContext& ctx, bool chat) {
   ParsedRequest p;
   try {
-    p = ParseGenerationRequest(req.body, chat, *ctx.lm, ctx.limits);
+    p = ParseGenerationRequest(body, chat, *ctx.lm, ctx.limits);
   } catch (const ApiException& e) {
     return SendError(res, e.error());
   } catch (const Error& e) {  // e.g. the tokenizer on odd input: still the client's request
@@ -246,14 +247,14 @@ void HandleGeneration(const httplib::Request& req, httplib::Response& res, const
   } else {
     choice["text"] = text;
   }
-  const json body = {{"id", NewId(chat)},
+  const json out = {{"id", NewId(chat)},
                      {"object", chat ? "chat.completion" : "text_completion"},
                      {"created", std::time(nullptr)},
                      {"model", ctx.model_id},
                      {"choices", json::array({choice})},
                      {"usage", Usage(p.options.prompt.size(), r.answer.size())},
                      {"bicache", CacheInfo(r, p.options)}};
-  res.set_content(Dump(body), "application/json");
+  res.set_content(Dump(out), "application/json");
 }
 
 }  // namespace bicache::server

@@ -21,7 +21,9 @@ struct GenerationContext {
 // Writes an OpenAI error body with `e.status`.
 void SendError(httplib::Response& res, const ApiError& e);
 
-// Handles one generation request. `ctx` must outlive the response (streams read it later).
-void HandleGeneration(const httplib::Request& req, httplib::Response& res, const GenerationContext& ctx, bool chat);
+// Handles one generation request whose JSON body is `body` (read by the route, see server.cpp).
+// `ctx` must outlive the response (streams read it later).
+void HandleGeneration(const httplib::Request& req, const std::string& body, httplib::Response& res,
+                      const GenerationContext& ctx, bool chat);
 
 }  // namespace bicache::server

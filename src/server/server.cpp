@@ -1,5 +1,9 @@
 #include "server/server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "engine/threads.h"
@@ -51,6 +55,13 @@ Server::Server(ServerOptions options)
   const size_t threads = static_cast<size_t>(options_.max_running + options_.max_queue + 4);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // cpp-httplib's default socket options add SO_REUSEPORT, with which a second server on a port in
+  // use binds too and the kernel splits the connections between them. SO_REUSEADDR alone still
+  // allows a restart while old connections sit in TIME_WAIT.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   Routes();
 }
 
@@ -61,13 +72,19 @@ Server::~Server() {
 
 int Server::Bind() {
   int port = options_.port;
+  errno = 0;
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
   } else if (!http_->bind_to_port(options_.host, port)) {
     port = -1;
   }
   if (port < 0) {
-    throw Error(ErrorKind::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    // errno is bind()'s or listen()'s when one of them failed (e.g. the port is in use); a host
+    // name that does not resolve leaves it 0.
+    const int err = errno;
+    throw Error(ErrorKind::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                                    (err != 0 ? std::string(": ") + std::strerror(err) : std::string(
+                                        " (is the host an address of this machine?)")));
   }
   return port;
 }
@@ -167,12 +184,32 @@ void Server::Routes() {
                                            {"max_model_len", lm_->model().config().context_length}}})}};
     res.set_content(j.dump(), "application/json");
   });
-  http_->Post("/v1/completions", [gen](const httplib::Request& req, httplib::Response& res) {
-    HandleGeneration(req, res, *gen, false);
-  });
-  http_->Post("/v1/chat/completions", [gen](const httplib::Request& req, httplib::Response& res) {
-    HandleGeneration(req, res, *gen, true);
-  });
+  // The body is read here rather than by cpp-httplib, which for a form Content-Type (what `curl -d`
+  // sends) would parse it as a form and refuse anything over its compiled-in 8 KiB cap: every
+  // Content-Type gets the same --max-body-bytes limit and is parsed as JSON.
+  const size_t max_body = options_.max_body_bytes;
+  auto route = [gen, max_body](bool chat) {
+    return [gen, max_body, chat](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& read) {
+      std::string body;
+      bool too_large = false;
+      const bool ok = read([&](const char* data, size_t n) {
+        if (body.size() + n > max_body) return !(too_large = true);
+        body.append(data, n);
+        return true;
+      });
+      if (!ok || too_large) {
+        // cpp-httplib sets 413 itself when a Content-Length is over the limit; a chunked body is
+        // cut off by the receiver above; anything else is a broken upload.
+        if (too_large) res.status = 413;
+        if (res.status < 400) res.status = 400;
+        return;  // the error handler writes the OpenAI error body
+      }
+      HandleGeneration(req, body, res, *gen, chat);
+    };
+  };
+  http_->Post("/v1/completions", route(false));
+  http_->Post("/v1/chat/completions", route(true));
   // Unknown routes, wrong methods, 413 from the body limit: an OpenAI error body for each.
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -181,6 +218,7 @@ void Server::Routes() {
     e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
     e.message = res.status == 404   ? "no route for " + req.method + " " + req.path
                 : res.status == 413 ? "the request body is too large"
+                : res.status == 400 ? "the request body could not be read"
                                     : "HTTP error " + std::to_string(res.status);
     SendError(res, e);
   });

@@ -115,6 +115,19 @@ bad "steps over limit" $C 400 '{"prompt": "x", "steps": 65}'
 bad "block not dividing" $C 400 '{"prompt": "x", "max_tokens": 8, "block_length": 3}'
 bad "block negative" $C 400 '{"prompt": "x", "block_length": -1}'
 bad "seed negative" $C 400 '{"prompt": "x", "seed": -1}'
+bad "seed 2^63 written as a float" $C 400 '{"prompt": "x", "seed": 9223372036854775808.0}'
+check "seed range error names it" jqtest '.error.param == "seed"'
+# Values inside a range whose float rounding lands on its bound are judged as sent.
+echo '{"prompt": "x", "max_tokens": 4, "threshold": 0.99999999999}' >"$TMP/edge1.json"
+check "threshold just under 1 accepted" [ "$(call POST $C "$TMP/edge1.json")" = 200 ]
+echo '{"prompt": "x", "max_tokens": 4, "top_p": 1e-46}' >"$TMP/edge2.json"
+check "top_p just over 0 accepted" [ "$(call POST $C "$TMP/edge2.json")" = 200 ]
+bad "temperature just over 2" $C 400 '{"prompt": "x", "temperature": 2.0000000001}'
+# `curl -d` sends a form Content-Type; a JSON body over 8 KiB (cpp-httplib's form cap) and under
+# --max-body-bytes is still read and parsed as JSON.
+{ printf '{"prompt": "Hello", "max_tokens": 4}'; head -c 20000 /dev/zero | tr '\0' ' '; } >"$TMP/formbig.json"
+st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL$C" -d "@$TMP/formbig.json")
+check "20 KB body sent with curl -d: 200" [ "$st" = 200 ]
 bad "threshold 1" $C 400 '{"prompt": "x", "threshold": 1}'
 bad "unknown algorithm" $C 400 '{"prompt": "x", "algorithm": "beam"}'
 bad "unknown cache mode" $C 400 '{"prompt": "x", "cache": "fixed:-1"}'
@@ -127,7 +140,7 @@ bad "n = 2" $C 400 '{"prompt": "x", "n": 2}'
 bad "prefix not string" $C 400 '{"prompt": "x", "prefix": 3}'
 long=$(printf 'word %.0s' $(seq 1 $((CTX + 8))))
 bad "prompt over context" $C 400 "{\"prompt\": \"$long\"}"
-check "context message" jqtest '(.error.message | startswith("This model'"'"'s maximum context length is '"$CTX"' tokens")) and .error.code == "context_length_exceeded"'
+check "context message" jqtest '(.error.message | startswith("This model'"'"'s maximum context length is '"$CTX"' tokens")) and .error.code == "context_length_exceeded" and .error.param == "prompt"'
 # The exact boundary: prompt + max_tokens == context passes, one more token fails.
 ids=$(seq $((CTX - 8)) | sed "s/.*/5/" | paste -sd, -)  # no `yes | head`: SIGPIPE fails under pipefail
 printf '{"prompt": [%s], "max_tokens": 8}' "$ids" >"$TMP/edge.json"
@@ -135,6 +148,7 @@ st=$(call POST $C "$TMP/edge.json")
 check "exact context boundary 200" [ "$st" = 200 ]
 bad "context boundary + 1" $C 400 "{\"prompt\": [$ids, 1], \"max_tokens\": 8}"
 check "boundary + 1 is a context error" jqtest '.error.code == "context_length_exceeded"'
+check "context error counts the max_tokens asked for" jqtest '.error.message | test("8 for the completion")'
 bad "messages missing" $H 400 '{}'
 bad "messages not list" $H 400 '{"messages": "hi"}'
 bad "messages empty" $H 400 '{"messages": []}'
