@@ -150,7 +150,7 @@ Runner AddBenchServe(CLI::App& app) {
   cmd->add_option("--clients", o->clients, "concurrent clients")->check(CLI::Range(1, 1024));
   cmd->add_option("--requests", o->requests, "requests per mode")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--duration", o->duration, "seconds per mode at most (split over the rounds)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--rounds", o->rounds, "turns per mode, modes alternating")->check(CLI::Range(1, 1000));
   cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes (system messages)")->check(CLI::Range(1, 1000));
   cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")->check(CLI::Range(1, 1000));
@@ -165,11 +165,11 @@ Runner AddBenchServe(CLI::App& app) {
   cmd->add_option("--max-running", o->max_running, "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));
   cmd->add_option("--cache-budget-mb", o->cache_budget_mb, "in-process server: prefix cache budget")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd->add_option("--rate", o->rate,
                   "open loop: Poisson arrivals at this many requests/s per turn, --clients in flight at most "
                   "(default 0: closed loop, every client sends again as soon as answered)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd->add_option("--seed", o->seed, "seed of the Poisson arrival times (--rate)");
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
   return [=]() {

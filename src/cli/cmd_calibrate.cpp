@@ -31,7 +31,7 @@ Runner AddCalibrate(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "JSONL of {\"prefix\", \"prompt\"} samples (default: the held-out suite)");
-  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(NonNegative());
   cmd->add_option("--threshold", o->threshold, "a layer is safe while its mean similarity exceeds this (0 < X < 1)");
   cmd->add_option("--bin", o->bin, "ratio bin width in percent");
   cmd->add_option("--gen-length", o->gen_length, "mask canvas appended to every sample (as when serving)");

@@ -82,7 +82,7 @@ Runner AddEval(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "JSONL suite (default: the embedded model's held-out suite)");
-  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(NonNegative());
   cmd->add_option("--batch", o->batch,
                   "samples run together in one forward (the answers do not depend on it; larger is faster)")
       ->check(CLI::Range(1, 256));
@@ -195,6 +195,12 @@ Runner AddEval(CLI::App& app) {
     auto acc = [](const Tally& t) { return t.n > 0 ? static_cast<double>(t.correct) / t.n : 0.0; };
     const double tok_s = seconds > 0 ? answer_tokens / seconds : 0.0;
     const std::vector<std::string> fam_order = engine::Families(suite);
+    if (ran == 0 && errors > 0) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "none of the " + std::to_string(errors) + " samples fits the model's context (" +
+                      std::to_string(cfg.context_length) + " tokens) with --gen-length " +
+                      std::to_string(base.sampler.gen_length) + ": lower --gen-length");
+    }
     if (errors > 0) {
       std::fprintf(stderr, "bicache: warning: %d of %zu samples do not fit the model's context (%d tokens) and are scored wrong\n",
                    errors, outcomes.size(), cfg.context_length);

@@ -32,7 +32,7 @@ std::vector<int32_t> ParseTokenList(const std::string& text) {
       used = 0;
     }
     if (used != item.size() || v < 0 || v > INT32_MAX) {
-      throw Error(ErrorKind::kInvalidArgument, "--tokens: '" + item + "' is not a token id");
+      throw Error(ErrorKind::kInvalidArgument, "--tokens: '" + item + "' is not a non-negative integer");
     }
     ids.push_back(static_cast<int32_t>(v));
   }

@@ -5,9 +5,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "engine/cache_mode.h"
+#include "engine/depth_table.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -34,7 +36,7 @@ Runner AddServe(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb, "prefix cache budget (default: 25% of free memory)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd->add_option("--max-tokens-limit", o->s.limits.max_tokens_limit, "largest max_tokens accepted")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--default-max-tokens", o->s.limits.default_max_tokens, "max_tokens when a request omits it")
@@ -51,11 +53,19 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--max-body-bytes", o->s.max_body_bytes, "largest request body (413 beyond)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30));
   cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests get to finish on SIGTERM")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   return [=]() {
     ApplyThreads(o->threads);
     o->s.threads = o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
     o->s.limits.default_cache = engine::ParseCacheMode(o->cache);
+    if (o->s.limits.default_cache.prefix == engine::PrefixReuse::kBicache) {
+      const std::string table = engine::DepthTable::PathForModel(o->s.model_path);
+      std::error_code ec;
+      if (!std::filesystem::exists(table, ec)) {
+        std::fprintf(stderr, "bicache: warning: no depth table at %s: the bicache cache mode reuses no layers (depth 0); run `bicache calibrate`\n",
+                     table.c_str());
+      }
+    }
     // Block the signals before any thread starts so every thread inherits the mask.
     sigset_t set;
     sigemptyset(&set);

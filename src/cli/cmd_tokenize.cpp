@@ -1,6 +1,7 @@
 // `bicache tokenize -m FILE [--file F]`: token ids of each input line (special tokens parsed, no
 // BOS added), comma-separated — for comparing with other tokenizers.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -22,6 +23,8 @@ Runner AddTokenize(CLI::App& app) {
     const tokenizer::Tokenizer tok = tokenizer::Tokenizer::FromGguf(gguf);
     std::ifstream in;
     if (!file->empty()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(*file, ec)) throw Error(ErrorKind::kIo, "--file '" + *file + "' is a directory");
       in.open(*file);
       if (!in) throw Error(ErrorKind::kIo, "cannot open --file '" + *file + "'");
     }
@@ -33,6 +36,7 @@ Runner AddTokenize(CLI::App& app) {
       for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
       std::printf("%s\n", out.c_str());
     }
+    if (src.bad()) throw Error(ErrorKind::kIo, "cannot read " + (file->empty() ? std::string("standard input") : "--file '" + *file + "'"));
     return 0;
   };
 }

@@ -36,4 +36,9 @@ void ApplyThreads(int threads);
 // (engine::ForwardThreads, measured in docs/benchmarks.md).
 void ApplyModelThreads(int threads, const model::ModelConfig& config);
 
+// Range checks for numeric flags whose message names the bound (CLI11's NonNegativeNumber and
+// PositiveNumber print their upper bound, the largest double, in full).
+CLI::Validator NonNegative();  // >= 0
+CLI::Validator Positive();     // > 0
+
 }  // namespace bicache::cli

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -16,7 +17,21 @@ std::vector<std::pair<int, CommandFactory>>& Registry() {
   return registry;
 }
 
+CLI::Validator Bound(bool strict) {
+  return CLI::Validator(
+      [strict](std::string& value) -> std::string {
+        double d = 0;
+        if (!CLI::detail::lexical_cast(value, d) || !std::isfinite(d)) return "'" + value + "' is not a number";
+        if (strict ? !(d > 0) : !(d >= 0)) return std::string("must be ") + (strict ? "> 0" : ">= 0") + ", got " + value;
+        return "";
+      },
+      strict ? "POSITIVE" : "NONNEGATIVE");
+}
+
 }  // namespace
+
+CLI::Validator NonNegative() { return Bound(false); }
+CLI::Validator Positive() { return Bound(true); }
 
 CommandRegistrar::CommandRegistrar(CommandFactory factory, int order) {
   Registry().emplace_back(order, factory);

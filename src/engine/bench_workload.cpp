@@ -88,6 +88,14 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
     throw Error(ErrorKind::kInvalidArgument, "--prefixes must be >= 0 (0 = every usable prefix group)");
   }
   if (opt.per_prefix < 1) throw Error(ErrorKind::kInvalidArgument, "--per-prefix must be >= 1");
+  // Unusable samples have a negative ratio (they do not fit the context with the canvas); when none
+  // fits, the generation length is what to change, not the prefix counts.
+  if (!suite.empty() && std::none_of(ratios.begin(), ratios.end(), [](double r) { return r >= 0; })) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "none of the suite's " + std::to_string(suite.size()) +
+                    " samples fits the model's context with the generation length asked for (lower --gen-length; "
+                    "bench-serve: --max-tokens)");
+  }
 
   // Qualifying groups, in first-appearance order.
   std::vector<WorkloadGroup> groups;

@@ -53,6 +53,13 @@ python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['n']==2 an
 rc=0
 "$BIN" eval -t 1 -m "$TMP/model.gguf" --families nosuch >/dev/null 2>"$TMP/err" || rc=$?
 if [[ $rc -eq 2 ]] && grep -q -- '--families' "$TMP/err"; then echo "ok   unknown family refused"; else echo "FAIL unknown family: exit $rc"; cat "$TMP/err"; fail=1; fi
+# A canvas no sample fits beside is an error naming --gen-length, not a run that scores 0.
+rc=0
+"$BIN" eval -t 1 -m "$TMP/model.gguf" --limit 1 --gen-length 5000 >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- 'none of the 3 samples fits.*--gen-length 5000' "$TMP/err"; then echo "ok   eval: no sample fits -> error"; else echo "FAIL eval no sample fits: exit $rc"; cat "$TMP/err"; fail=1; fi
+rc=0
+"$BIN" bench -t 1 -m "$TMP/model.gguf" --gen-length 5000 --modes none >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- 'none of the suite.*--gen-length' "$TMP/err"; then echo "ok   bench: no sample fits -> error naming --gen-length"; else echo "FAIL bench no sample fits: exit $rc"; cat "$TMP/err"; fail=1; fi
 
 "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --limit 4 --out "$TMP/T.json" >"$TMP/cal.txt" 2>"$TMP/cal.err"
 cat "$TMP/cal.txt"

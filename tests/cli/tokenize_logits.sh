@@ -64,6 +64,9 @@ for bad in "1,,2" "abc" "-1" "1,2x" "" "99999999999" "1,2,"; do
     echo "FAIL logits --tokens '$bad': exit $rc"; cat "$TMP/err"; fail=1
   fi
 done
+rc=0
+"$BIN" tokenize -m "$M" --file "$TMP" >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q 'is a directory' "$TMP/err"; then echo "ok   tokenize --file DIR refused"; else echo "FAIL tokenize --file DIR: exit $rc"; cat "$TMP/err"; fail=1; fi
 # An id outside the vocabulary is a request error, not a crash.
 rc=0
 "$BIN" logits -m "$M" --tokens "1,$vocab" >"$TMP/out" 2>"$TMP/err" || rc=$?
