@@ -1,10 +1,12 @@
 // `bicache`: the command-line front end. Every subcommand is a thin client of the library.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "util/error.h"
@@ -31,6 +33,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says only "A subcommand is required" for a mistyped command: name it and the commands.
+    const auto subs = app.get_subcommands({});
+    const bool known = argc > 1 && std::any_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->check_name(argv[1]); });
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+      std::string names;
+      for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "bicache: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
+                   argv[1], names.c_str());
+      return e.get_exit_code();
+    }
     return app.exit(e);
   }
   try {

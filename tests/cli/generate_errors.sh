@@ -75,4 +75,13 @@ else
   echo "FAIL BICACHE_MATMUL=bf16 with a bf16 kernel: exit $rc:"; cat "$TMP/err"; fail=1
 fi
 
+# A mistyped command is named, with the list of commands (CLI11 alone says "A subcommand is required").
+rc=0
+"$BIN" genrate -p hi >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -ge 100 && $rc -lt 128 ]] && grep -q "unknown command 'genrate' (commands: .*generate" "$TMP/err"; then
+  echo "ok   unknown command named (exit $rc)"
+else
+  echo "FAIL unknown command: exit $rc:"; cat "$TMP/err"; fail=1
+fi
+
 exit $fail
