@@ -605,6 +605,42 @@ for bad in "tpu" "gpu" "cuda0" "cuda:x" "cuda:"; do refuse --device "$bad" "must
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   refuse_with "device cuda: this PyTorch sees no CUDA device" --device cuda
 fi
+# Sizes, rates and budgets: out of range is refused by name before any work (these raised
+# ZeroDivisionError or an empty-range error from inside the run, some minutes in for the evals).
+for opt in --batch --warmup --threads --gen-length --eval-steps --level --iso-max; do
+  for bad in "0" "-2" "x"; do refuse "$opt" "$bad" "expected a positive integer"; done
+done
+for opt in --lr --eval-every --save-every; do
+  for bad in "0" "-1" "inf"; do refuse "$opt" "$bad" "expected a positive number"; done
+done
+for bad in "-3" "nan"; do refuse --minutes "$bad" "expected a number >= 0"; done
+for opt in --p-doc --p-rule --p-full --p-bind --raise-at; do refuse "$opt" "1.5" "expected a share"; done
+
+# The other tools: a missing, foreign or damaged file is a one-line error naming it, not a traceback.
+# tool_refuses PATTERN TOOL ARG...
+tool_refuses() {
+  local want=$1 tool=$2 out
+  shift 2
+  if out=$("$PY" "$SRC/tools/train/$tool" "$@" 2>&1); then
+    echo "FAIL $tool $* accepted"; fail=1
+  elif grep -q "$want" <<<"$out" && ! grep -q Traceback <<<"$out"; then
+    echo "ok   $tool $* refused: $(tail -1 <<<"$out")"
+  else
+    echo "FAIL $tool $*: wanted '$want' without a traceback, got:"; tail -5 <<<"$out"; fail=1
+  fi
+}
+BADDIR=$(mktemp -d)
+head -c 3000 "$SRC/models/tiny-llada.gguf" >"$BADDIR/cut.gguf"
+echo "not a checkpoint" >"$BADDIR/junk.pt"
+tool_refuses "no checkpoint at $BADDIR/none.pt" export.py --ckpt "$BADDIR/none.pt" --out "$BADDIR/o.gguf"
+tool_refuses "cannot read checkpoint $BADDIR/junk.pt" export.py --ckpt "$BADDIR/junk.pt" --out "$BADDIR/o.gguf"
+tool_refuses "invalid choice: 'q4'" export.py --dtype q4
+tool_refuses "no checkpoint at $BADDIR/none.pt" check_engine.py --ckpt "$BADDIR/none.pt"
+tool_refuses "cannot read $BADDIR/junk.pt as GGUF" import_gguf.py --gguf "$BADDIR/junk.pt" --out "$BADDIR/x.pt"
+tool_refuses "cannot read.*cut.gguf" import_gguf.py --gguf "$BADDIR/cut.gguf" --out "$BADDIR/x.pt"
+tool_refuses "does not have the embedded model's shape: n_layer 2" import_gguf.py \
+  --gguf "$SRC/tests/data/golden/llada-tiny.gguf" --out "$BADDIR/x.pt"
+rm -rf "$BADDIR"
 
 # precision.py: --precision auto takes bf16 autocast only where /proc/cpuinfo names a native bf16
 # dot product (emulated bf16 ran ~50x slower than f32 on an AVX2-only CPU); f32 runs no autocast.

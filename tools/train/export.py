@@ -43,15 +43,17 @@ def main():
     ap.add_argument("--ckpt", default=os.path.join(HERE, "ckpt", "latest.pt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--out", default=os.path.join(ROOT, "models", "tiny-llada.gguf"))
-    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     args = ap.parse_args()
     from export import export_llada  # tools/gguf_py/export.py
 
-    ck = load_checkpoint(args.ckpt, map_location="cpu")
+    ck = load_checkpoint(args.ckpt, map_location="cpu", trainer=True)
     with open(args.tokenizer) as f:
         tok = json.load(f)
     cfg = dict(ck["config"])
-    assert cfg["vocab"] == len(tok["tokens"]), "tokenizer / checkpoint vocab mismatch"
+    if cfg["vocab"] != len(tok["tokens"]):
+        raise SystemExit("export.py: the checkpoint's vocabulary (%d) is not the tokenizer's (%d tokens in %s)"
+                         % (cfg["vocab"], len(tok["tokens"]), args.tokenizer))
     cfg["name"] = "bicache-tiny-llada"
     sd = {k: v.float() for k, v in ck["model"].items()}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

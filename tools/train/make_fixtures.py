@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Write tests/data/tokenizer_fixtures.json (text -> ids) for the C++ tokenizer tests."""
+import argparse
 import json
 import os
 import sys
@@ -37,6 +38,8 @@ def encode_all(tok):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.strip() + " Takes no arguments: it reads "
+                            "tools/train/tokenizer.json.").parse_args()
     tok = bpe.Tokenizer.load(os.path.join(HERE, "tokenizer.json"))
     fx = encode_all(tok)
     # The same vocabulary and merges under every other pre-tokenizer bpe.py knows, so the C++

@@ -8,6 +8,7 @@ state_dict names (honoured by tools/gguf_py/export.py export_llada):
 RoPE: HF/LLaMA half-split rotate_half, base rope_base. No causal mask. Logits not shifted.
 """
 import math
+import os
 
 import torch
 import torch.nn as nn
@@ -98,11 +99,24 @@ class Layer(nn.Module):
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
 
 
-def load_checkpoint(path, map_location=None):
+def load_checkpoint(path, map_location=None, trainer=False):
     """A checkpoint of the tooling (train.py's dict of model and optimizer state, config, step;
     or a bare state_dict). PyTorch >= 2.6 unpickles only tensors unless told weights_only=False,
-    and these files hold ints, floats and strings beside them."""
-    return torch.load(path, map_location=map_location, weights_only=False)
+    and these files hold ints, floats and strings beside them. A missing, damaged or foreign file
+    ends the program with a one-line message; `trainer=True` also requires train.py's dict (the
+    model's config and weights), which export and check_engine need."""
+    if not os.path.isfile(path):
+        raise SystemExit("no checkpoint at %s (train.py writes ckpt/latest.pt; import_gguf.py makes one "
+                         "from a GGUF)" % path)
+    try:
+        ck = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # torch raises pickle, zip and runtime errors for a bad file
+        raise SystemExit("cannot read checkpoint %s: not a PyTorch checkpoint, or damaged (%s: %s)"
+                         % (path, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    if trainer and not (isinstance(ck, dict) and isinstance(ck.get("config"), dict) and "model" in ck):
+        raise SystemExit("%s is not a train.py checkpoint (it has no 'config' and 'model'; a bare "
+                         "state_dict cannot be exported or checked)" % path)
+    return ck
 
 
 class LLaDA(nn.Module):

@@ -41,6 +41,7 @@ Usage: python3 suite.py --heldout tests/data/suite/heldout.jsonl
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
 
@@ -489,15 +490,23 @@ def test_disjoint(heldout, n=3000):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heldout", default=None)
-    ap.add_argument("--train", default=None)
-    ap.add_argument("--n", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--test", action="store_true")
+    ap = argparse.ArgumentParser(description="Write the task suite as JSONL: the held-out split (fixed) "
+                                 "and/or training samples (seeded).")
+    ap.add_argument("--heldout", default=None, metavar="FILE", help="write the held-out suite here")
+    ap.add_argument("--train", default=None, metavar="FILE", help="write --n training samples here")
+    ap.add_argument("--n", type=int, default=1000, help="training samples for --train (rounded up to whole prefixes)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the training samples (the held-out split is fixed)")
+    ap.add_argument("--test", action="store_true", help="check that the splits are disjoint")
     ap.add_argument("--rule-worked", action="store_true",
                     help="held-out rule answers in the worked format (\"rule T. #### OUTPUT\", T the rule's letter)")
     args = ap.parse_args()
+    if not (args.heldout or args.train or args.test):
+        ap.error("nothing to do: give --heldout FILE, --train FILE and/or --test")
+    if args.n < 1:
+        ap.error("--n must be >= 1, got %d" % args.n)
+    for path in (args.heldout, args.train):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            ap.error("no directory for %s" % path)
     if args.heldout:
         h = make_heldout(rule_worked=args.rule_worked)
         with open(args.heldout, "w") as f:

@@ -130,6 +130,17 @@ def positive_float(text):
     return v
 
 
+def nonneg_float(text):
+    """argparse type of budgets and loss weights (--minutes, --eos-weight, ...): a finite number >= 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError("expected a number >= 0, got %r" % text)
+    return v
+
+
 def count(text):
     """argparse type of --eval-n: an integer >= 0."""
     try:
@@ -605,7 +616,7 @@ def evaluate(model, tok, samples, gen_length, steps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--minutes", type=float, default=85, help="wall budget of this invocation")
+    ap.add_argument("--minutes", type=nonneg_float, default=85, help="wall budget of this invocation")
     ap.add_argument("--steps", type=positive_int, default=None,
                     help="step budget of this invocation (stops at whichever of --minutes and --steps comes first); "
                          "with --new-cycle the cosine cycle spans these steps, so a phase does the same updates on "
@@ -613,23 +624,23 @@ def main():
     ap.add_argument("--cycle-steps", type=positive_int, default=None,
                     help="with --new-cycle and --steps: the cosine cycle spans this many steps (default: --steps), "
                          "so a phase can stop part-way through its cycle on any machine")
-    ap.add_argument("--total-minutes", type=float, default=None,
+    ap.add_argument("--total-minutes", type=positive_float, default=None,
                     help="cumulative training time the LR schedule spans (default: minutes + already done)")
-    ap.add_argument("--curriculum-minutes", type=float, default=35, help="(unused; curriculum is accuracy gated)")
-    ap.add_argument("--raise-at", type=float, default=0.6, help="running docqa value accuracy that raises the fact count")
-    ap.add_argument("--max-facts", type=int, default=32)
-    ap.add_argument("--level", type=int, default=None, help="override the current max docqa facts")
-    ap.add_argument("--p-doc", type=float, default=0.6)
-    ap.add_argument("--p-rule", type=float, default=0.6, help="share of the non-docqa rows that are rule (rest arith)")
+    ap.add_argument("--curriculum-minutes", type=nonneg_float, default=35, help="(unused; curriculum is accuracy gated)")
+    ap.add_argument("--raise-at", type=share, default=0.6, help="running docqa value accuracy that raises the fact count")
+    ap.add_argument("--max-facts", type=positive_int, default=32)
+    ap.add_argument("--level", type=positive_int, default=None, help="override the current max docqa facts")
+    ap.add_argument("--p-doc", type=share, default=0.6)
+    ap.add_argument("--p-rule", type=share, default=0.6, help="share of the non-docqa rows that are rule (rest arith)")
     ap.add_argument("--doc-q", type=q_range, default=(4, 8), help="LO,HI questions per docqa row (all answers masked)")
-    ap.add_argument("--p-bind", type=float, default=0.0,
+    ap.add_argument("--p-bind", type=share, default=0.0,
                     help="share of docqa rows whose document uses only 1-2 attributes, so only the entity "
                          "tells the candidate values apart")
-    ap.add_argument("--bind-start", type=int, default=None,
+    ap.add_argument("--bind-start", type=positive_int, default=None,
                     help="start a curriculum on the --p-bind rows: documents of 2..N facts, N raised "
                          "when their value accuracy passes --bind-raise-at (default: no curriculum, "
                          "or the checkpoint's)")
-    ap.add_argument("--bind-raise-at", type=float, default=0.8)
+    ap.add_argument("--bind-raise-at", type=share, default=0.8)
     ap.add_argument("--bind-templates", type=template_list, default=None,
                     help="comma-separated indices of suite.FACT_TEMPLATES the --p-bind rows use (default: all)")
     ap.add_argument("--bind-q", type=q_range, default=None,
@@ -637,11 +648,11 @@ def main():
                          "document entity that the question names is the only one asked about, so "
                          "'the value next to the entity the question repeats' answers it (as in the "
                          "held-out requests); with many, every entity is asked and that cue is void")
-    ap.add_argument("--att-sup", type=float, default=0.0,
+    ap.add_argument("--att-sup", type=nonneg_float, default=0.0,
                     help="weight of the attention supervision of docqa's retrieval circuit (see diffusion_loss)")
     ap.add_argument("--att-layers", type=layer_pair, default=(1, 3),
                     help="LA,LC: the layers of that supervision (entity gathering, value retrieval)")
-    ap.add_argument("--rule-sup", type=float, default=0.0,
+    ap.add_argument("--rule-sup", type=nonneg_float, default=0.0,
                     help="weight of the attention supervision of rule answers: each answer letter attends "
                          "to the query letter it comes from, in --rule-layer (head 0)")
     ap.add_argument("--rule-layer", type=layer_index, default=5)
@@ -673,33 +684,33 @@ def main():
     ap.add_argument("--ckpt-dir", default=os.path.join(HERE, "ckpt"))
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.json"))
     ap.add_argument("--heldout", default=os.path.join(ROOT, "tests/data/suite/heldout.jsonl"))
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=150)
+    ap.add_argument("--batch", type=positive_int, default=16)
+    ap.add_argument("--lr", type=positive_float, default=1e-3)
+    ap.add_argument("--warmup", type=positive_int, default=150)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--gen-length", type=int, default=fmt.GEN_LENGTH)
+    ap.add_argument("--gen-length", type=positive_int, default=fmt.GEN_LENGTH)
     ap.add_argument("--eval-n", type=count, default=30, help="held-out samples per family (0: no held-out checks)")
-    ap.add_argument("--eval-steps", type=int, default=16)
-    ap.add_argument("--eval-every", type=float, default=9.0, help="minutes")
-    ap.add_argument("--save-every", type=float, default=5.0, help="minutes")
-    ap.add_argument("--p-long", type=float, default=0.03)
+    ap.add_argument("--eval-steps", type=positive_int, default=16)
+    ap.add_argument("--eval-every", type=positive_float, default=9.0, help="minutes")
+    ap.add_argument("--save-every", type=positive_float, default=5.0, help="minutes")
+    ap.add_argument("--p-long", type=share, default=0.03)
     ap.add_argument("--t-min", type=share, default=0.0,
                     help="lowest answer mask ratio: t ~ U(T_MIN, 1) (default: LLaDA's U(eps, 1)); high values train "
                          "on mostly masked answers, as decoding from an all-mask canvas sees them")
-    ap.add_argument("--p-full", type=float, default=0.2, help="share of rows masked everywhere (pre-training style)")
-    ap.add_argument("--eos-weight", type=float, default=1.0,
+    ap.add_argument("--p-full", type=share, default=0.2, help="share of rows masked everywhere (pre-training style)")
+    ap.add_argument("--eos-weight", type=nonneg_float, default=1.0,
                     help="loss weight of the <|eos|> canvas padding targets in SFT rows (1 = plain LLaDA SFT; 0.05 tried)")
-    ap.add_argument("--iso-pairs", type=int, default=0,
+    ap.add_argument("--iso-pairs", type=count, default=0,
                     help="rows per batch repeated with their prefix isolated in the shallow layers (BiCache-aware fine-tuning)")
-    ap.add_argument("--iso-max", type=int, default=4, help="deepest isolated depth d of those copies (d ~ U{1..iso-max})")
-    ap.add_argument("--cons-weight", type=float, default=1.0, help="weight of the prefix K/V consistency term")
-    ap.add_argument("--cycle-minutes", type=float, default=None,
+    ap.add_argument("--iso-max", type=positive_int, default=4, help="deepest isolated depth d of those copies (d ~ U{1..iso-max})")
+    ap.add_argument("--cons-weight", type=nonneg_float, default=1.0, help="weight of the prefix K/V consistency term")
+    ap.add_argument("--cycle-minutes", type=positive_float, default=None,
                     help="with --new-cycle: length of the cosine cycle (default --minutes; a run may stop before its end)")
     ap.add_argument("--new-cycle", action="store_true",
                     help="a fresh cosine LR cycle over this invocation's --minutes (short warmup), instead of the cumulative schedule")
     ap.add_argument("--fresh", action="store_true")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--adaptive-threads", type=int, default=1)
+    ap.add_argument("--threads", type=positive_int, default=2)
+    ap.add_argument("--adaptive-threads", type=count, default=1)
     ap.add_argument("--precision", choices=precision.CHOICES, default="auto",
                     help="forward precision: bf16 autocast, f32, or auto (bf16 on CUDA or on a CPU with native bf16)")
     ap.add_argument("--device", type=device_name, default="cpu",
@@ -744,7 +755,11 @@ def main():
     step, done_s, level, bind_level = 0, 0.0, 2, None
     if os.path.exists(latest) and not args.fresh:
         ck = load_checkpoint(latest, map_location=dev)
-        assert ck["config"] == cfg, "config changed; use --fresh"
+        if not isinstance(ck, dict) or ck.get("config") != cfg:
+            old = ck.get("config", {}) if isinstance(ck, dict) else {}
+            diff = sorted(k for k in set(old) | set(cfg) if old.get(k) != cfg.get(k))
+            raise SystemExit("%s was trained with another model shape or tokenizer (differs in: %s); "
+                             "use --fresh to start over, or another --ckpt-dir" % (latest, ", ".join(diff) or "all"))
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step, done_s = ck["step"], ck["train_seconds"]
