@@ -39,22 +39,22 @@ st=$(post $H '{"messages": [{"role": "user", "content": "'"$(printf 'word %.0s' 
 check "--max-prompt-tokens: long chat is 400" [ "$st" = 400 ]
 check "--max-prompt-tokens: chat names messages" jqtest '.error.code == "prompt_too_long" and .error.param == "messages"'
 
-st=$(post $C '{"prompt": "hi", "max_tokens": 16, "steps": 8}')
-check "--max-tokens-limit/--max-steps: at the limit accepted" [ "$st" = 200 ]
-st=$(post $C '{"prompt": "hi", "max_tokens": 17}')
-check "--max-tokens-limit: 17 is 400" [ "$st" = 400 ]
-check "--max-tokens-limit: names max_tokens" jqtest '.error.param == "max_tokens" and (.error.message | test("16"))'
-st=$(post $C '{"prompt": "hi", "max_tokens": 8, "steps": 9}')
-check "--max-steps: 9 is 400" [ "$st" = 400 ]
-check "--max-steps: names steps" jqtest '.error.param == "steps"'
+# limit LABEL STATUS BODY [JQ]: POST BODY to $C; the status, and JQ on the answer when given.
+limit() {
+  local st
+  st=$(post $C "$3")
+  check "$1: $2" [ "$st" = "$2" ]
+  [[ -z ${4:-} ]] || check "$1: body" jqtest "$4"
+}
+limit "--max-tokens-limit/--max-steps at the limit" 200 '{"prompt": "hi", "max_tokens": 16, "steps": 8}'
+limit "--max-tokens-limit: 17" 400 '{"prompt": "hi", "max_tokens": 17}' \
+  '.error.param == "max_tokens" and (.error.message | test("16"))'
+limit "--max-steps: 9" 400 '{"prompt": "hi", "max_tokens": 8, "steps": 9}' '.error.param == "steps"'
 # The default steps (one per token) stay within --max-steps; more blocks than steps allowed is a
 # 400 naming block_length rather than a request run past the operator's limit.
-st=$(post $C '{"prompt": "hi", "max_tokens": 16, "cache": "none"}')
-check "--max-steps: default steps capped" [ "$st" = 200 ]
-check "--max-steps: default steps within it" jqtest '.bicache.steps <= 8'
-st=$(post $C '{"prompt": "hi", "max_tokens": 16, "block_length": 1}')
-check "--max-steps: 16 blocks is 400" [ "$st" = 400 ]
-check "--max-steps: names block_length" jqtest '.error.param == "block_length" and (.error.message | test("at most 8 steps"))'
+limit "--max-steps: default steps capped" 200 '{"prompt": "hi", "max_tokens": 16, "cache": "none"}' '.bicache.steps <= 8'
+limit "--max-steps: 16 blocks" 400 '{"prompt": "hi", "max_tokens": 16, "block_length": 1}' \
+  '.error.param == "block_length" and (.error.message | test("at most 8 steps"))'
 # Deep JSON nesting inside the body limit: a clear 400, not a crashed handler thread.
 nest=$(printf '[%.0s' $(seq 1 1900))$(printf ']%.0s' $(seq 1 1900))
 st=$(post $H "{\"messages\": $nest}")
