@@ -65,5 +65,20 @@ TEST(ChatPrompt, OrdinaryChatIsUnchanged) {
   }
 }
 
+// A lone user turn has nothing to share: no declared prefix (the template's opening <|bos|> alone
+// used to become a one-token prefix that llm / fixed:B reused at full depth, changing answers).
+// A system prompt or an earlier turn is shared.
+TEST(ChatPrompt, LoneUserTurnDeclaresNoPrefix) {
+  for (const std::string& path : ModelFiles()) {
+    SCOPED_TRACE(path);
+    auto lm = LoadedModel::Load(path);
+    const Prompt lone = lm->ChatPrompt({{"user", "What is 12 + 30?"}});
+    EXPECT_EQ(lone.prefix_len, 0);
+    EXPECT_EQ(lone.tokens, lm->tokenizer().Encode(tokenizer::FormatChat(lm->chat_format(), {{"user", "What is 12 + 30?"}}).text));
+    EXPECT_GT(lm->ChatPrompt({{"system", "A shared document."}, {"user", "Q?"}}).prefix_len, 1);
+    EXPECT_GT(lm->ChatPrompt({{"user", "Q1?"}, {"assistant", "A1"}, {"user", "Q2?"}}).prefix_len, 1);
+  }
+}
+
 }  // namespace
 }  // namespace bicache::engine

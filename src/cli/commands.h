@@ -40,5 +40,6 @@ void ApplyModelThreads(int threads, const model::ModelConfig& config);
 // PositiveNumber print their upper bound, the largest double, in full).
 CLI::Validator NonNegative();  // >= 0
 CLI::Validator Positive();     // > 0
+CLI::Validator Uint64();       // a whole number 0 .. 2^64-1 (CLI11 alone clamps larger ones)
 
 }  // namespace bicache::cli

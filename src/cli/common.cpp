@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,18 @@ CLI::Validator Bound(bool strict) {
 }  // namespace
 
 CLI::Validator NonNegative() { return Bound(false); }
+CLI::Validator Uint64() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+        errno = 0;
+        if (!digits || (std::strtoull(value.c_str(), nullptr, 10), errno == ERANGE)) {
+          return "must be a whole number from 0 to 18446744073709551615, got " + value;
+        }
+        return "";
+      },
+      "UINT64");
+}
 CLI::Validator Positive() { return Bound(true); }
 
 CommandRegistrar::CommandRegistrar(CommandFactory factory, int order) {

@@ -22,7 +22,7 @@ void SamplingFlags::Register(CLI::App* cmd) {
   cmd->add_option("--threshold", threshold,
                   "parallel decoding: commit every masked token of the block above this confidence (0 < X < 1)");
   cmd->add_option("--cfg", cfg, "classifier-free guidance scale (0 = off)");
-  cmd->add_option("--seed", seed, "random seed")->check(NonNegative());
+  cmd->add_option("--seed", seed, "random seed")->check(Uint64());
   cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, dual, bicache+dual, ...");
   cmd->add_option("--refresh", refresh,
                   "bicache/fixed:B: compute the prefix past the reused depth every R steps only, reusing its K/V in between (0 = every step)")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "util/error.h"
 
@@ -55,7 +56,13 @@ Prompt LoadedModel::ChatPrompt(const std::vector<tokenizer::ChatMessage>& messag
   // Turn boundaries sit on special tokens, so encoding the two parts separately equals encoding
   // the whole (tokenizer/chat.h). Message content is plain text: a user cannot forge a turn.
   p.tokens = tokenizer::EncodeChat(*tokenizer_, chat, 0, chat.prefix_bytes);
-  p.prefix_len = static_cast<int>(p.tokens.size());
+  // The shared prefix is the system prompt and the earlier turns. With neither (the last user turn
+  // is the first message) only the template's opening tokens (<|bos|>) precede it: no prefix, not
+  // a one-token cache entry that llm / fixed:B would reuse at full depth.
+  const auto last_user = std::find_if(messages.rbegin(), messages.rend(),
+                                      [](const tokenizer::ChatMessage& m) { return m.role == "user"; });
+  const bool earlier = last_user != messages.rend() && std::next(last_user) != messages.rend();
+  p.prefix_len = earlier ? static_cast<int>(p.tokens.size()) : 0;
   const std::vector<int32_t> rest = tokenizer::EncodeChat(*tokenizer_, chat, chat.prefix_bytes, chat.text.size());
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   return p;

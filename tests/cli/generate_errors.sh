@@ -35,7 +35,8 @@ expect "block length not dividing gen length" 2 "--block-length" -- -p hi --gen-
 expect "steps not a multiple of the blocks"   2 "--steps" -- -p hi --gen-length 32 --block-length 8 --steps 6
 expect "zero steps"                           cli11 "--steps" -- -p hi --steps 0
 expect "zero block length"                    cli11 "--block-length" -- -p hi --block-length 0
-expect "negative seed"                        cli11 "--seed: must be >= 0, got -1" -- -p hi --seed -1
+expect "negative seed"                        cli11 "--seed: must be a whole number from 0" -- -p hi --seed -1
+expect "seed past 2^64-1"                     cli11 "got 18446744073709551616" -- -p hi --seed 18446744073709551616
 expect "negative gen length"                  2 "--gen-length" -- -p hi --gen-length -4
 expect "unknown algorithm"                    2 "--algorithm" -- -p hi --algorithm bogus
 expect "unknown cache mode"                   2 "--cache" -- -p hi --cache bogus

@@ -49,6 +49,12 @@ jq '. + {"refresh": 4}' "$TMP/chat.json" >"$TMP/chat_r.json"
 st=$(call POST /v1/chat/completions "$TMP/chat_r.json")
 check "chat with refresh 200" [ "$st" = 200 ]
 check "refresh echoed" jqtest '.bicache.refresh == 4 and .bicache.hit == true and (.choices[0].message.content | type == "string")'
+# A lone user turn has no shared prefix (docs/bicache.md: system prompt and earlier turns): twice,
+# and neither is a cache hit.
+echo '{"messages":[{"role":"user","content":"Q?"}],"max_tokens":8}' >"$TMP/lone.json"
+st=$(call POST /v1/chat/completions "$TMP/lone.json")
+st=$(call POST /v1/chat/completions "$TMP/lone.json")
+check "lone user turn: no prefix, no hit" jqtest '.bicache.prefix_tokens == 0 and .bicache.hit == false'
 
 echo '{"messages":[{"role":"user","content":"stream me"}],"max_tokens":16,"block_length":4,"stream":true,"stream_options":{"include_usage":true}}' >"$TMP/s.json"
 curl -s -N --max-time 120 "$URL/v1/chat/completions" -H 'Content-Type: application/json' --data-binary "@$TMP/s.json" >"$TMP/sse"
