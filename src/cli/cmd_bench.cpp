@@ -345,10 +345,7 @@ Runner AddBench(CLI::App& app) {
     const engine::Workload w = engine::BuildWorkload(suite, ratios, wo);
 
     const engine::DepthTable table = lm->LoadDepthTable();
-    if (table.empty()) {
-      std::fprintf(stderr, "bench: no depth table at %s: bicache runs at depth 0 (run `bicache calibrate`)\n",
-                   lm->depth_table_path().c_str());
-    }
+    if (table.empty()) WarnNoDepthTable(lm->depth_table_path());
     for (auto& m : modes) {
       engine::EngineOptions eo;
       eo.cache_budget_bytes = static_cast<size_t>(sf.cache_budget_mb * 1024 * 1024);

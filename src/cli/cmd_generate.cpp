@@ -97,10 +97,7 @@ Runner AddGenerate(CLI::App& app) {
     engine::EngineOptions eo;
     eo.cache_budget_bytes = static_cast<size_t>(o->s.cache_budget_mb * 1024 * 1024);
     eo.depth_table = lm->LoadDepthTable();
-    if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty()) {
-      std::fprintf(stderr, "bicache: warning: no depth table at %s: --cache bicache reuses no layers (depth 0); run `bicache calibrate`\n",
-                   lm->depth_table_path().c_str());
-    }
+    if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty()) WarnNoDepthTable(lm->depth_table_path());
     eo.audit_rate = o->s.audit_rate;
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);

@@ -61,10 +61,7 @@ Runner AddServe(CLI::App& app) {
     if (o->s.limits.default_cache.prefix == engine::PrefixReuse::kBicache) {
       const std::string table = engine::DepthTable::PathForModel(o->s.model_path);
       std::error_code ec;
-      if (!std::filesystem::exists(table, ec)) {
-        std::fprintf(stderr, "bicache: warning: no depth table at %s: the bicache cache mode reuses no layers (depth 0); run `bicache calibrate`\n",
-                     table.c_str());
-      }
+      if (!std::filesystem::exists(table, ec)) WarnNoDepthTable(table);
     }
     // Block the signals before any thread starts so every thread inherits the mask.
     sigset_t set;

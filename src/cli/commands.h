@@ -36,6 +36,9 @@ void ApplyThreads(int threads);
 // (engine::ForwardThreads, measured in docs/benchmarks.md).
 void ApplyModelThreads(int threads, const model::ModelConfig& config);
 
+// The warning of every command that runs the bicache cache mode without a depth table at `path`.
+void WarnNoDepthTable(const std::string& path);
+
 // Range checks for numeric flags whose message names the bound (CLI11's NonNegativeNumber and
 // PositiveNumber print their upper bound, the largest double, in full).
 CLI::Validator NonNegative();  // >= 0

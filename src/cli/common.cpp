@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -32,6 +33,7 @@ CLI::Validator Bound(bool strict) {
 }  // namespace
 
 CLI::Validator NonNegative() { return Bound(false); }
+CLI::Validator Positive() { return Bound(true); }
 CLI::Validator Uint64() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
@@ -44,7 +46,11 @@ CLI::Validator Uint64() {
       },
       "UINT64");
 }
-CLI::Validator Positive() { return Bound(true); }
+
+void WarnNoDepthTable(const std::string& path) {
+  std::fprintf(stderr, "bicache: warning: no depth table at %s: the bicache cache mode reuses no layers (depth 0); run `bicache calibrate`\n",
+               path.c_str());
+}
 
 CommandRegistrar::CommandRegistrar(CommandFactory factory, int order) {
   Registry().emplace_back(order, factory);

@@ -194,7 +194,10 @@ void Server::Routes() {
       std::string body;
       bool too_large = false;
       const bool ok = read([&](const char* data, size_t n) {
-        if (body.size() + n > max_body) return !(too_large = true);
+        if (body.size() + n > max_body) {
+          too_large = true;
+          return false;
+        }
         body.append(data, n);
         return true;
       });

@@ -85,4 +85,13 @@ else
   echo "FAIL unknown command: exit $rc:"; cat "$TMP/err"; fail=1
 fi
 
+# --cache bicache on a model without a depth table runs at depth 0 and says so.
+cp "$M" "$TMP/notable.gguf"
+"$BIN" generate -m "$TMP/notable.gguf" -p hi --gen-length 4 --cache bicache >"$TMP/out" 2>"$TMP/err"
+if grep -q "warning: no depth table at $TMP/notable.gguf.depth.json" "$TMP/err"; then
+  echo "ok   --cache bicache without a depth table warns"
+else
+  echo "FAIL no depth-table warning:"; cat "$TMP/err"; fail=1
+fi
+
 exit $fail

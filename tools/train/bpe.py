@@ -23,9 +23,9 @@ JSON file: {"model": "gpt2", "pre": "gpt2", "tokens": [...], "token_types": [...
             "merges": ["a b", ...], "special": {"<|pad|>": id, ...}}
 """
 import argparse
-import sys
 import collections
 import json
+import sys
 
 import regex as re
 
