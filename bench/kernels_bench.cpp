@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "format/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
@@ -153,5 +154,26 @@ void BM_F32ToBf16(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * 6));
 }
 BENCHMARK(BM_F32ToBf16)->Arg(512 * 1024);
+
+// Dequantization to bf16 (the per-panel cost of a quantized Linear), one 4096-wide row at a time
+// over 64 rows of random blocks; reports ns per weight. Arg: the ggml type number.
+void BM_DequantizeRowBf16(benchmark::State& state) {
+  const auto type = static_cast<bicache::format::TensorType>(state.range(0));
+  uint64_t elems = 0, bytes = 0;
+  bicache::format::TensorTypeLayout(type, &elems, &bytes);
+  const size_t in = 4096, rows = 64, row_bytes = in / elems * bytes;
+  std::mt19937 rng(5);
+  std::vector<uint8_t> q(rows * row_bytes);
+  for (auto& b : q) b = static_cast<uint8_t>(rng() & 0x3B);  // keeps every f16 field finite
+  std::vector<uint16_t> out(rows * in);
+  for (auto _ : state) {
+    for (size_t r = 0; r < rows; ++r) DequantizeRowBf16(type, q.data() + r * row_bytes, out.data() + r * in, in);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(bicache::format::TensorTypeName(type));
+  state.counters["ns/weight"] = benchmark::Counter(
+      static_cast<double>(rows * in) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_DequantizeRowBf16)->Arg(8)->Arg(2)->Arg(12)->Arg(13)->Arg(14)->Arg(23)->Arg(30);
 
 }  // namespace

@@ -152,9 +152,11 @@ TEST(KernelsMatmul, DequantizeRejectsBadInput) {
   std::vector<uint8_t> buf(64, 0);
   std::vector<float> out(64);
   ExpectErrorKind(ErrorKind::kUnsupported,
-                  [&] { DequantizeRow(TensorType::Q4_K, buf.data(), out.data(), 32); });
+                  [&] { DequantizeRow(TensorType::Q8_K, buf.data(), out.data(), 32); });
   ExpectErrorKind(ErrorKind::kInvalidArgument,
                   [&] { DequantizeRow(TensorType::Q8_0, buf.data(), out.data(), 31); });
+  ExpectErrorKind(ErrorKind::kInvalidArgument,  // a K-quant super-block holds 256 values
+                  [&] { DequantizeRow(TensorType::Q4_K, buf.data(), out.data(), 32); });
 }
 
 // ---- Linear ---------------------------------------------------------------------------------
@@ -225,9 +227,11 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
 TEST(KernelsMatmul, LinearFromTensorRejectsBadTensors) {
   std::vector<uint8_t> bytes(4096, 0);
   ExpectErrorKind(ErrorKind::kUnsupported,
-                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q4_K, 256, 2, bytes)); });
+                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q8_K, 256, 2, bytes)); });
   ExpectErrorKind(ErrorKind::kModel,
                   [&] { Linear::FromTensor(MakeTensor(TensorType::Q8_0, 48, 2, bytes)); });
+  ExpectErrorKind(ErrorKind::kModel,  // rows of 128 are half a K-quant super-block
+                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q4_K, 128, 2, bytes)); });
   ExpectErrorKind(ErrorKind::kModel, [&] {
     auto t = MakeTensor(TensorType::F32, 8, 2, bytes);
     t.ne = {8, 2, 3};  // a stack of matrices, not one

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +34,7 @@
 #include "model/forward.h"
 #include "model/weights.h"
 #include "util/error.h"
+#include "util/proc_stats.h"
 
 namespace bicache::cli {
 namespace {
@@ -56,6 +58,20 @@ format::TensorType ParseMatrixType(const std::string& s) {
   throw Error(ErrorKind::kInvalidArgument, "--synthetic-type: '" + s + "' is not one of bf16, f32, f16, q8_0, q4_0");
 }
 
+double Mb(uint64_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
+// "Q4_K x 14, Q6_K x 3, F32 x 9": the storage types of the model's tensors, most frequent first.
+std::string TypeSummary(const format::GgufFile& f) {
+  std::map<std::string, int> count;
+  for (const auto& t : f.tensors()) ++count[format::TensorTypeName(t.type)];
+  std::vector<std::pair<int, std::string>> v;
+  for (const auto& [name, n] : count) v.emplace_back(-n, name);
+  std::sort(v.begin(), v.end());
+  std::string s;
+  for (const auto& [n, name] : v) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(-n);
+  return s;
+}
+
 struct Row {
   int tokens = 0, logit_rows = 0;
   double ms_median = 0, ms_best = 0;
@@ -71,10 +87,12 @@ struct Row {
 double IsolatedMatmulMs(const model::Model& m, int n, int logit_rows, int repeats) {
   const auto& c = m.config();
   const auto& w = m.layers()[0];
-  const size_t widest = std::max<size_t>({static_cast<size_t>(c.d_model), static_cast<size_t>(c.d_ff),
-                                          static_cast<size_t>(c.q_dim() + 2 * c.kv_dim()),
-                                          static_cast<size_t>(c.n_vocab)});
-  std::vector<float> x(static_cast<size_t>(n) * widest, 0.01f), y(static_cast<size_t>(n) * widest);
+  // x: [n, widest input]; y: [n, widest output] (the vocabulary for the head).
+  const size_t widest_in = std::max<size_t>({static_cast<size_t>(c.d_model), static_cast<size_t>(c.d_ff),
+                                             static_cast<size_t>(c.q_dim())});
+  const size_t widest_out = std::max<size_t>({widest_in, static_cast<size_t>(c.q_dim() + 2 * c.kv_dim()),
+                                              static_cast<size_t>(c.n_vocab)});
+  std::vector<float> x(static_cast<size_t>(n) * widest_in, 0.01f), y(static_cast<size_t>(n) * widest_out);
   std::vector<const kernels::Linear*> layer;
   for (const kernels::Linear* l : {&w.wq, &w.wk, &w.wv, &w.wqkv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
     if (l->in() > 0) layer.push_back(l);
@@ -213,6 +231,8 @@ Runner AddBenchForward(CLI::App& app) {
     std::printf("model %s: %s, %d layers, d %d, %d heads x %d (%d kv), d_ff %d, vocab %d; built/loaded in %.1f s\n",
                 o->model.empty() ? "(synthetic)" : o->model.c_str(), model::ArchName(c.arch), c.n_layer, c.d_model,
                 c.n_head, c.head_dim, c.n_kv_head, c.d_ff, c.n_vocab, Seconds(t_load));
+    std::printf("tensor types: %s; file %.1f MB, resident after load %.1f MB\n", TypeSummary(m->file()).c_str(),
+                Mb(m->file().file_size()), Mb(CurrentRssBytes().value_or(0)));
     std::printf("threads %d, repeats %d (median; best ratio = best forward / best GEMM run), GEMM yardstick: oneDNN "
                 "%s [n x %d] * [%d x %d], %d iters per run\n\n",
                 threads, o->repeats, kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()), c.d_model,
@@ -229,6 +249,10 @@ Runner AddBenchForward(CLI::App& app) {
       std::fflush(stdout);
       rows.push_back(r);
     }
+    const uint64_t peak_rss = PeakRssBytes().value_or(0);
+    std::printf("\npeak resident memory (VmHWM, load + every forward above): %.1f MB = %.2f x the file's %.1f MB\n",
+                Mb(peak_rss), static_cast<double>(peak_rss) / static_cast<double>(m->file().file_size()),
+                Mb(m->file().file_size()));
     if (!o->no_breakdown) {
       std::printf("\nwhere the time goes (ms per forward; matmul and attention timed alone at the same shapes)\n");
       std::printf("%7s %10s %10s %10s %10s %12s\n", "tokens", "forward", "matmul", "attention", "other", "matmul GF/s");
@@ -243,6 +267,9 @@ Runner AddBenchForward(CLI::App& app) {
                     {"n_layer", c.n_layer}, {"d_model", c.d_model}, {"n_head", c.n_head},
                     {"n_kv_head", c.n_kv_head}, {"head_dim", c.head_dim}, {"d_ff", c.d_ff}, {"n_vocab", c.n_vocab}};
       j["threads"] = threads;
+      j["tensor_types"] = TypeSummary(m->file());
+      j["file_bytes"] = m->file().file_size();
+      j["peak_rss_bytes"] = peak_rss;
       j["repeats"] = o->repeats;
       j["gemm_iters"] = o->gemm_iters;
       j["matmul_precision"] = kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision());

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,6 +40,8 @@ enum class TensorType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
@@ -155,6 +158,18 @@ class GgufWriter {
                     std::span<const float> values);  // encoded as F32
   std::vector<uint8_t> ToBytes() const;
   void Write(const std::string& path) const;  // throws Error(kIo)
+
+  // Streaming write for files too big to hold twice: the metadata set so far and these tensor
+  // infos (checked as AddTensor checks them), then each tensor's data as produce(i) returns it
+  // (exactly its storage size, else Error(kInvalidArgument)), one tensor in memory at a time.
+  // Tensors added with AddTensor are not written. Throws Error(kIo) naming the path.
+  struct StreamedTensor {
+    std::string name;
+    TensorType type = TensorType::F32;
+    std::vector<uint64_t> ne;
+  };
+  void WriteStreamed(const std::string& path, const std::vector<StreamedTensor>& tensors,
+                     const std::function<std::vector<uint8_t>(size_t index)>& produce) const;
 
  private:
   std::vector<std::pair<std::string, Value>> kv_;

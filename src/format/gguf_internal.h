@@ -28,6 +28,8 @@ uint64_t MinValueBytes(ValueType type);
 // True for type numbers ggml defines but this project has no block layout for (IQ*, TQ*, ...):
 // such files are valid but unsupported, unlike numbers ggml never defined.
 bool IsGgmlTypeWithoutLayout(uint32_t type);
+// The ggml name of such a type ("IQ2_XXS", ...).
+std::string GgmlTypeWithoutLayoutName(uint32_t type);
 
 // The validated contents of a GGUF image; tensor data pointers point into that image.
 struct ParsedGguf {

@@ -181,9 +181,11 @@ TensorType ReadTensorType(ByteCursor* cursor, const std::string& name, uint64_t*
   TensorType type = static_cast<TensorType>(raw);
   if (TensorTypeLayout(type, block_elems, block_bytes)) return type;
   if (IsGgmlTypeWithoutLayout(raw)) {
-    throw Error(ErrorKind::kUnsupported, "tensor " + Quoted(name) + " has ggml type " +
-                                             std::to_string(raw) +
-                                             ", which this program cannot read");
+    throw Error(ErrorKind::kUnsupported,
+                "tensor " + Quoted(name) + " has ggml type " + GgmlTypeWithoutLayoutName(raw) + " (" +
+                    std::to_string(raw) +
+                    "), which this program cannot read (supported quantizations: Q4_0, Q4_1, Q5_0, Q5_1, "
+                    "Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
   Fail("tensor " + Quoted(name) + " has unknown type " + std::to_string(raw));
 }

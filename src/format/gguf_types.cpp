@@ -22,6 +22,8 @@ std::string TensorTypeName(TensorType type) {
     case TensorType::Q5_K: return "Q5_K";
     case TensorType::Q6_K: return "Q6_K";
     case TensorType::Q8_K: return "Q8_K";
+    case TensorType::IQ4_NL: return "IQ4_NL";
+    case TensorType::IQ4_XS: return "IQ4_XS";
     case TensorType::I8: return "I8";
     case TensorType::I16: return "I16";
     case TensorType::I32: return "I32";
@@ -57,6 +59,9 @@ bool TensorTypeLayout(TensorType type, uint64_t* block_elems, uint64_t* block_by
     case TensorType::Q5_K: elems = 256; bytes = 176; break;
     case TensorType::Q6_K: elems = 256; bytes = 210; break;
     case TensorType::Q8_K: elems = 256; bytes = 292; break;  // f32 d + 256 int8 + 16 int16 sums
+    // Non-linear 4-bit codebook (16 fixed levels): IQ4_NL per 32, IQ4_XS per 256 with 6-bit sub-scales.
+    case TensorType::IQ4_NL: elems = 32; bytes = 18; break;   // d + 16 B nibbles
+    case TensorType::IQ4_XS: elems = 256; bytes = 136; break; // d, scales_h, 4 B scales_l, 128 B
   }
   if (elems == 0) return false;
   if (block_elems) *block_elems = elems;
@@ -147,10 +152,34 @@ uint64_t MinValueBytes(ValueType type) {
 }
 
 bool IsGgmlTypeWithoutLayout(uint32_t type) {
-  // 4, 5: removed Q4_2/Q4_3; 16-23: IQ2_XXS..IQ4_XS; 29: IQ1_M; 31-33: Q4_0_4_4/4_8/8_8;
-  // 34, 35: TQ1_0, TQ2_0; 36-38: IQ4_NL_4_4/4_8/8_8; 39: MXFP4.
-  return type == 4 || type == 5 || (type >= 16 && type <= 23) || type == 29 ||
+  // 4, 5: removed Q4_2/Q4_3; 16-19, 21, 22: IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S;
+  // 29: IQ1_M; 31-33: Q4_0_4_4/4_8/8_8; 34, 35: TQ1_0, TQ2_0; 36-38: IQ4_NL_4_4/4_8/8_8; 39: MXFP4.
+  return type == 4 || type == 5 || (type >= 16 && type <= 19) || type == 21 || type == 22 || type == 29 ||
          (type >= 31 && type <= 39);
+}
+
+std::string GgmlTypeWithoutLayoutName(uint32_t type) {
+  switch (type) {
+    case 4: return "Q4_2 (removed from ggml)";
+    case 5: return "Q4_3 (removed from ggml)";
+    case 16: return "IQ2_XXS";
+    case 17: return "IQ2_XS";
+    case 18: return "IQ3_XXS";
+    case 19: return "IQ1_S";
+    case 21: return "IQ3_S";
+    case 22: return "IQ2_S";
+    case 29: return "IQ1_M";
+    case 31: return "Q4_0_4_4";
+    case 32: return "Q4_0_4_8";
+    case 33: return "Q4_0_8_8";
+    case 34: return "TQ1_0";
+    case 35: return "TQ2_0";
+    case 36: return "IQ4_NL_4_4";
+    case 37: return "IQ4_NL_4_8";
+    case 38: return "IQ4_NL_8_8";
+    case 39: return "MXFP4";
+  }
+  return "type#" + std::to_string(type);
 }
 
 }  // namespace detail

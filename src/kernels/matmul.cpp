@@ -21,6 +21,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +60,7 @@ DataType OperandType(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? D
 struct GemmPrim {
   dnnl::matmul prim;
   memory::desc src, wei, dst, scratch;
+  size_t ldc = 0;  // row stride of C in floats (n for a dense C; wider for a panel of a wider C)
 };
 
 constexpr size_t kMaxCachedPrims = 1024;  // beyond this the cache is dropped and refilled
@@ -67,11 +69,14 @@ constexpr size_t kRuntimeRows = 0;  // cache key for the run-time-M primitive
 
 // m == kRuntimeRows builds the primitive with a run-time row count (DNNL_RUNTIME_DIM_VAL); its
 // src/dst descs then hold the placeholder and RunGemm substitutes the real m.
-// A and B are `dt` (bf16 or f32); C is always f32.
-std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed, DataType dt) {
+// A and B are `dt` (bf16 or f32); C is always f32, rows `ldc` floats apart (0: ldc = n).
+std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed, DataType dt,
+                                        size_t ldc = 0) {
+  if (ldc == 0) ldc = n;
   static std::mutex mu;
-  static std::map<std::tuple<size_t, size_t, size_t, bool, DataType>, std::shared_ptr<const GemmPrim>> cache;
-  const auto key = std::make_tuple(m, k, n, b_transposed, dt);
+  static std::map<std::tuple<size_t, size_t, size_t, bool, DataType, size_t>, std::shared_ptr<const GemmPrim>>
+      cache;
+  const auto key = std::make_tuple(m, k, n, b_transposed, dt, ldc);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrims) cache.clear();  // holders keep theirs alive
@@ -81,7 +86,8 @@ std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_tra
   auto p = std::make_shared<GemmPrim>();
   p->src = memory::desc({M, K}, dt, Dims{K, 1});
   p->wei = b_transposed ? memory::desc({K, N}, dt, Dims{1, K}) : memory::desc({K, N}, dt, memory::format_tag::ab);
-  p->dst = memory::desc({M, N}, memory::data_type::f32, Dims{N, 1});
+  p->ldc = ldc;
+  p->dst = memory::desc({M, N}, memory::data_type::f32, Dims{static_cast<memory::dim>(ldc), 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc desc(p->src, p->wei, p->dst);
@@ -103,7 +109,7 @@ void RunGemm(const GemmPrim& g, size_t m, const void* a, const void* b, float* c
   const auto K = g.src.dims()[1], N = g.dst.dims()[1];
   memory src({{M, K}, g.src.data_type(), Dims{K, 1}}, eng, const_cast<void*>(a));
   memory wei(g.wei, eng, const_cast<void*>(b));
-  memory dst({{M, N}, memory::data_type::f32, Dims{N, 1}}, eng, c);
+  memory dst({{M, N}, memory::data_type::f32, Dims{static_cast<memory::dim>(g.ldc), 1}}, eng, c);
   memory sp(g.scratch, eng, scratchpad.data());
   auto& stream = ThreadStream();
   g.prim.execute(stream, {{DNNL_ARG_SRC, src},
@@ -122,9 +128,9 @@ void RunGemm(const GemmPrim& g, size_t m, const void* a, const void* b, float* c
 // becomes Error(kInternal) naming `what` and the shape.
 // A and B are `dt` values.
 void Multiply(const void* a, size_t m, size_t k, const void* b, size_t n, bool b_transposed, float* c, DataType dt,
-              const char* what) {
+              const char* what, size_t ldc = 0) {
   try {
-    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed, dt);
+    const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed, dt, ldc);
     RunGemm(*g, m, a, b, c);
   } catch (const dnnl::error& e) {
     Rethrow(e, std::string(what) + " [" + std::to_string(m) + " x " + std::to_string(k) + "] * [" +
@@ -192,10 +198,32 @@ const char* MatmulPrecisionName(MatmulPrecision p) { return p == MatmulPrecision
 struct Linear::Impl {
   size_t in = 0, out = 0;
   MatmulPrecision precision = MatmulPrecision::kBf16;
+  format::TensorType type = format::TensorType::BF16;  // what products read: BF16 or the file's type
   std::vector<uint16_t> owned;       // [out, in] bf16 when converted at load (bf16 precision)
   const uint16_t* w = nullptr;       // [out, in] bf16: owned.data() or the mapped file (bf16 precision)
   std::vector<float> w32;            // [out, in] the same bf16 values widened (f32 precision)
+  const uint8_t* panel_src = nullptr;  // [out] rows of row_bytes, mapped: read panel by panel
+  size_t row_bytes = 0;
 };
+
+namespace {
+
+// Rows of W per panel: about kPanelBytes of bf16 (an L2-sized share), a multiple of 16 rows, at
+// least 16 and at most 256.
+constexpr size_t kPanelBytes = 512 * 1024;
+
+size_t PanelRows(size_t in) {
+  const size_t rows = kPanelBytes / (2 * in) / 16 * 16;
+  return std::clamp<size_t>(rows, 16, 256);
+}
+
+// y[n, out] = x[n, in] * W^T with W read panel by panel from its stored rows: each thread takes
+// whole panels, dequantizes them into its own buffer and runs a single-threaded oneDNN product
+// into its column slice of y (oneDNN runs sequentially inside an OpenMP region). `xs` is x already
+// rounded to bf16, and `xf` the same values widened (f32 precision only).
+void PanelForward(const Linear::Impl& w, const uint16_t* xs, const float* xf, size_t n, float* y);
+
+}  // namespace
 
 Linear::Linear() = default;
 Linear::~Linear() = default;
@@ -204,6 +232,49 @@ Linear& Linear::operator=(Linear&&) noexcept = default;
 
 size_t Linear::in() const { return impl_ ? impl_->in : 0; }
 size_t Linear::out() const { return impl_ ? impl_->out : 0; }
+format::TensorType Linear::storage_type() const { return impl_ ? impl_->type : format::TensorType::BF16; }
+size_t Linear::owned_bytes() const {
+  return impl_ ? impl_->owned.size() * sizeof(uint16_t) + impl_->w32.size() * sizeof(float) : 0;
+}
+
+namespace {
+
+void PanelForward(const Linear::Impl& w, const uint16_t* xs, const float* xf, size_t n, float* y) {
+  const size_t panel = PanelRows(w.in);
+  const long n_panels = static_cast<long>((w.out + panel - 1) / panel);
+  const bool f32 = w.precision == MatmulPrecision::kF32;
+  // A failure inside the parallel loop is kept and rethrown after it (exceptions must not leave
+  // an OpenMP region).
+  std::string error;
+#pragma omp parallel
+  {
+    thread_local std::vector<uint16_t> wb;  // [panel, in] bf16
+    thread_local std::vector<float> wf;     // [panel, in] the same widened (f32 precision)
+    uint16_t* wp = GrowTo(wb, panel * w.in);
+    float* wpf = f32 ? GrowTo(wf, panel * w.in) : nullptr;
+#pragma omp for schedule(dynamic, 1)
+    for (long p = 0; p < n_panels; ++p) {
+      const size_t r0 = static_cast<size_t>(p) * panel, rows = std::min(panel, w.out - r0);
+      try {
+        for (size_t r = 0; r < rows; ++r) {
+          DequantizeRowBf16(w.type, w.panel_src + (r0 + r) * w.row_bytes, wp + r * w.in, w.in);
+        }
+        if (f32) {
+          Bf16ToF32(wp, wpf, rows * w.in);
+          Multiply(xf, n, w.in, wpf, rows, /*b_transposed=*/true, y + r0, DataType::f32, "linear panel", w.out);
+        } else {
+          Multiply(xs, n, w.in, wp, rows, /*b_transposed=*/true, y + r0, DataType::bf16, "linear panel", w.out);
+        }
+      } catch (const std::exception& e) {
+#pragma omp critical(bicache_panel_error)
+        if (error.empty()) error = e.what();
+      }
+    }
+  }
+  if (!error.empty()) throw Error(ErrorKind::kInternal, error);
+}
+
+}  // namespace
 
 Linear Linear::FromF32(const float* w, size_t out, size_t in) {
   if (out == 0 || in == 0) {
@@ -234,23 +305,17 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
     throw Error(ErrorKind::kModel, "tensor '" + t.name + "' is not a non-empty 2-D matrix");
   }
   const size_t in = t.ne[0], out = t.ne[1];
-  size_t row_bytes = 0;
-  switch (t.type) {
-    case TensorType::F32: row_bytes = in * 4; break;
-    case TensorType::F16:
-    case TensorType::BF16: row_bytes = in * 2; break;
-    case TensorType::Q8_0: row_bytes = in / 32 * 34; break;
-    case TensorType::Q4_0: row_bytes = in / 32 * 18; break;
-    default:
-      throw Error(ErrorKind::kUnsupported,
-                  "tensor '" + t.name + "' has type " +
-                      std::to_string(static_cast<uint32_t>(t.type)) +
-                      "; matrix weights must be F32, F16, BF16, Q8_0 or Q4_0");
+  uint64_t block_elems = 0, block_bytes = 0;
+  if (!IsComputeType(t.type) || !format::TensorTypeLayout(t.type, &block_elems, &block_bytes)) {
+    throw Error(ErrorKind::kUnsupported, "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
+                                             "; matrix weights must be one of " + ComputeTypeList());
   }
-  if ((t.type == TensorType::Q8_0 || t.type == TensorType::Q4_0) && in % 32 != 0) {
-    throw Error(ErrorKind::kModel, "tensor '" + t.name + "': quantised row length " +
-                                       std::to_string(in) + " is not a multiple of 32");
+  if (in % block_elems != 0) {
+    throw Error(ErrorKind::kModel, "tensor '" + t.name + "': row length " + std::to_string(in) +
+                                       " is not a multiple of " + format::TensorTypeName(t.type) +
+                                       "'s block of " + std::to_string(block_elems));
   }
+  const size_t row_bytes = in / block_elems * block_bytes;
   if (t.n_bytes != 0 && t.n_bytes < row_bytes * out) {
     throw Error(ErrorKind::kModel, "tensor '" + t.name + "' holds " + std::to_string(t.n_bytes) +
                                        " bytes, expected " + std::to_string(row_bytes * out));
@@ -264,6 +329,12 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
   const bool f32 = l.impl_->precision == MatmulPrecision::kF32;
   if (t.type == TensorType::BF16 && !f32) {  // zero-copy: oneDNN reads the mapped rows directly
     l.impl_->w = reinterpret_cast<const uint16_t*>(t.data);
+    return l;
+  }
+  if (IsBlockQuantized(t.type) || t.type == TensorType::BF16) {  // read panel by panel, in place
+    l.impl_->type = t.type;
+    l.impl_->panel_src = t.data;
+    l.impl_->row_bytes = row_bytes;
     return l;
   }
   // Convert once at load, rows in parallel (an 8B model is ~7e9 elements to convert): to bf16,
@@ -306,8 +377,16 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   F32ToBf16(x, xs, n * impl_->in);
   if (impl_->precision == MatmulPrecision::kF32) {
     thread_local std::vector<float> xf;
-    Multiply(Widened(xf, xs, n * impl_->in), n, impl_->in, impl_->w32.data(), impl_->out, /*b_transposed=*/true, y,
-             DataType::f32, "linear");
+    const float* xw = Widened(xf, xs, n * impl_->in);
+    if (impl_->panel_src != nullptr) {
+      PanelForward(*impl_, xs, xw, n, y);
+      return;
+    }
+    Multiply(xw, n, impl_->in, impl_->w32.data(), impl_->out, /*b_transposed=*/true, y, DataType::f32, "linear");
+    return;
+  }
+  if (impl_->panel_src != nullptr) {
+    PanelForward(*impl_, xs, nullptr, n, y);
     return;
   }
   Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, DataType::bf16, "linear");

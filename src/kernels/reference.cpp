@@ -159,19 +159,21 @@ void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, 
   }
 }
 
+namespace {
+
+inline float QuantF16ToF32(uint16_t h) { return F32FromF16(h); }
+#include "kernels/quant_blocks-inl.h"
+
+}  // namespace
+
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
-  auto half_at = [](const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return F32FromF16(h);
-  };
   switch (type) {
     case format::TensorType::F32:
       std::memcpy(dst, src, n * sizeof(float));
       return;
     case format::TensorType::F16:
-      for (size_t i = 0; i < n; ++i) dst[i] = half_at(b + 2 * i);
+      for (size_t i = 0; i < n; ++i) dst[i] = HalfAt(b + 2 * i);
       return;
     case format::TensorType::BF16:
       for (size_t i = 0; i < n; ++i) {
@@ -180,27 +182,21 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
         dst[i] = F32FromBf16(h);
       }
       return;
-    case format::TensorType::Q8_0:
-      for (size_t blk = 0; blk < n / 32; ++blk) {
-        const uint8_t* p = b + blk * 34;
-        const float d = half_at(p);
-        for (size_t j = 0; j < 32; ++j) dst[blk * 32 + j] = d * static_cast<int8_t>(p[2 + j]);
-      }
-      return;
-    case format::TensorType::Q4_0:
-      for (size_t blk = 0; blk < n / 32; ++blk) {
-        const uint8_t* p = b + blk * 18;
-        const float d = half_at(p);
-        for (size_t j = 0; j < 16; ++j) {
-          dst[blk * 32 + j] = d * (static_cast<int>(p[2 + j] & 0x0F) - 8);
-          dst[blk * 32 + j + 16] = d * (static_cast<int>(p[2 + j] >> 4) - 8);
-        }
-      }
-      return;
     default:
-      throw Error(ErrorKind::kUnsupported, "reference dequantisation: unsupported tensor type " +
-                                               std::to_string(static_cast<uint32_t>(type)));
+      break;
   }
+  const BlockFn block = BlockDecoder(type);
+  uint64_t block_elems = 0, block_bytes = 0;
+  if (block == nullptr || !format::TensorTypeLayout(type, &block_elems, &block_bytes)) {
+    throw Error(ErrorKind::kUnsupported,
+                "reference dequantisation: unsupported tensor type " + format::TensorTypeName(type));
+  }
+  if (n % block_elems != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "reference dequantisation of " + format::TensorTypeName(type) +
+                                                 ": " + std::to_string(n) + " elements is not a multiple of " +
+                                                 std::to_string(block_elems));
+  }
+  for (size_t i = 0; i < n / block_elems; ++i) block(b + i * block_bytes, dst + i * block_elems);
 }
 
 void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out) {

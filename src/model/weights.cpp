@@ -15,11 +15,6 @@ std::string ShapeString(const std::vector<uint64_t>& ne) {
   return s + "]";
 }
 
-bool IsComputeType(format::TensorType t) {
-  using T = format::TensorType;
-  return t == T::F32 || t == T::F16 || t == T::BF16 || t == T::Q8_0 || t == T::Q4_0;
-}
-
 // Finds `name`, checks its shape (ne order) and that its type is one the engine computes with.
 const format::TensorInfo& Require(const format::GgufFile& f, const std::string& name,
                                   std::vector<uint64_t> ne) {
@@ -28,10 +23,10 @@ const format::TensorInfo& Require(const format::GgufFile& f, const std::string& 
   if (t->ne != ne) {
     Fail("tensor '" + name + "' has shape " + ShapeString(t->ne) + ", expected " + ShapeString(ne));
   }
-  if (!IsComputeType(t->type)) {
+  if (!kernels::IsComputeType(t->type)) {
     throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' has type " +
-                                             format::TensorTypeName(t->type) +
-                                             "; supported: F32, F16, BF16, Q8_0, Q4_0");
+                                             format::TensorTypeName(t->type) + "; supported: " +
+                                             kernels::ComputeTypeList());
   }
   return *t;
 }
