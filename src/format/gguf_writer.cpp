@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -94,12 +95,11 @@ void GgufWriter::SetAlignment(uint64_t alignment) {
   SetValue(detail::kAlignmentKey, Value::U32(static_cast<uint32_t>(alignment)));
 }
 
-void GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<uint64_t> ne,
-                           std::vector<uint8_t> data) {
+namespace {
+
+// Validates a tensor's name, type and shape as the reader will; returns its storage size.
+uint64_t CheckedTensorBytes(const std::string& name, TensorType type, const std::vector<uint64_t>& ne) {
   if (name.empty()) Invalid("tensor name must not be empty");
-  for (const PendingTensor& t : tensors_) {
-    if (t.name == name) Invalid("duplicate tensor name '" + name + "'");
-  }
   uint64_t block_elems = 0, block_bytes = 0;
   if (!TensorTypeLayout(type, &block_elems, &block_bytes)) {
     Invalid("tensor '" + name + "' has unknown type " + TensorTypeName(type));
@@ -119,7 +119,21 @@ void GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector
             std::to_string(block_elems));
   }
   uint64_t bytes = 0;
-  if (!detail::CheckedMul(n / block_elems, block_bytes, &bytes) || bytes != data.size()) {
+  if (!detail::CheckedMul(n / block_elems, block_bytes, &bytes)) {
+    Invalid("tensor '" + name + "' storage size overflows");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<uint64_t> ne,
+                           std::vector<uint8_t> data) {
+  for (const PendingTensor& t : tensors_) {
+    if (t.name == name) Invalid("duplicate tensor name '" + name + "'");
+  }
+  const uint64_t bytes = CheckedTensorBytes(name, type, ne);
+  if (bytes != data.size()) {
     Invalid("tensor '" + name + "' of type " + TensorTypeName(type) + " needs " +
             std::to_string(bytes) + " bytes of data, got " + std::to_string(data.size()));
   }
@@ -174,6 +188,80 @@ void GgufWriter::Write(const std::string& path) const {
   if (written != bytes.size() || !closed) {
     throw Error(ErrorKind::kIo, "cannot write '" + path + "': " +
                                     std::strerror(written != bytes.size() ? write_errno : errno));
+  }
+}
+
+void GgufWriter::WriteStreamed(const std::string& path, const std::vector<StreamedTensor>& tensors,
+                               const std::function<std::vector<uint8_t>(size_t)>& produce) const {
+  std::vector<uint64_t> sizes;
+  std::set<std::string> names;
+  for (const StreamedTensor& t : tensors) {
+    if (!names.insert(t.name).second) Invalid("duplicate tensor name '" + t.name + "'");
+    sizes.push_back(CheckedTensorBytes(t.name, t.type, t.ne));
+  }
+  ByteSink head;
+  head.Put<uint32_t>(detail::kGgufMagic);
+  head.Put<uint32_t>(3);
+  head.Put<uint64_t>(tensors.size());
+  head.Put<uint64_t>(kv_.size());
+  for (const auto& [key, value] : kv_) {
+    head.PutString(key);
+    head.Put<uint32_t>(static_cast<uint32_t>(value.type));
+    PutValue(&head, value, key);
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const StreamedTensor& t = tensors[i];
+    head.PutString(t.name);
+    head.Put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+    for (uint64_t d : t.ne) head.Put<uint64_t>(d);
+    head.Put<uint32_t>(static_cast<uint32_t>(t.type));
+    head.Put<uint64_t>(offset);
+    offset += sizes[i];
+    offset = (offset + alignment_ - 1) & ~(alignment_ - 1);
+  }
+  if (!tensors.empty()) head.PadTo(alignment_);
+
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    throw Error(ErrorKind::kIo, "cannot create '" + path + "': " + std::strerror(errno));
+  }
+  auto write = [&](const uint8_t* p, size_t n) {
+    if (n != 0 && std::fwrite(p, 1, n, f) != n) {
+      const int e = errno;
+      std::fclose(f);
+      throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(e));
+    }
+  };
+  write(head.bytes().data(), head.bytes().size());
+  uint64_t pos = head.bytes().size();
+  static const uint8_t kZeros[256] = {};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::vector<uint8_t> data;
+    try {
+      data = produce(i);
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    if (data.size() != sizes[i]) {
+      std::fclose(f);
+      Invalid("tensor '" + tensors[i].name + "' of type " + TensorTypeName(tensors[i].type) +
+              " needs " + std::to_string(sizes[i]) + " bytes of data, got " +
+              std::to_string(data.size()));
+    }
+    write(data.data(), data.size());
+    pos += data.size();
+    if (i + 1 < tensors.size()) {  // no padding after the last tensor, as ToBytes
+      while (pos % alignment_ != 0) {
+        const size_t n = std::min<uint64_t>(sizeof kZeros, alignment_ - pos % alignment_);
+        write(kZeros, n);
+        pos += n;
+      }
+    }
+  }
+  if (std::fclose(f) != 0) {
+    throw Error(ErrorKind::kIo, "cannot write '" + path + "': " + std::strerror(errno));
   }
 }
 

@@ -1,10 +1,12 @@
-// float32 -> storage-format encoders (F32, F16, BF16, Q8_0, Q4_0), bit-compatible with ggml.
+// float32 -> storage-format encoders: F32, F16, BF16, Q8_0, Q4_0 here (bit-compatible with
+// ggml's reference quantisers), Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K in quantize_k.cpp.
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "format/gguf.h"
+#include "format/quantize.h"
 
 namespace bicache::format {
 namespace {
@@ -14,6 +16,8 @@ uint32_t FloatBits(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+
+}  // namespace
 
 // IEEE binary16 with round-to-nearest-even, including subnormals, overflow to inf, and NaN.
 uint16_t FloatToHalf(float value) {
@@ -37,6 +41,8 @@ uint16_t FloatToHalf(float value) {
   uint32_t rounded = rebased + 0x0fff + ((rebased >> 13) & 1);
   return sign | static_cast<uint16_t>(rounded >> 13);
 }
+
+namespace {
 
 uint16_t FloatToBf16(float value) {
   uint32_t x = FloatBits(value);
@@ -92,37 +98,60 @@ void EncodeQ4_0Block(const float* x, uint8_t* out) {
 
 }  // namespace
 
-std::vector<uint8_t> EncodeTensor(TensorType type, std::span<const float> values) {
-  const size_t n = values.size();
-  std::vector<uint8_t> out;
+bool CanEncode(TensorType type) {
+  switch (type) {
+    case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q8_0:
+    case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1:
+    case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* EncodableTypeList() {
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+}
+
+void EncodeRow(TensorType type, const float* src, size_t n, uint8_t* dst) {
+  using BlockFn = void (*)(const float*, uint8_t*);
+  BlockFn fn = nullptr;
   switch (type) {
     case TensorType::F32:
-      out.resize(n * 4);
-      if (n) std::memcpy(out.data(), values.data(), n * 4);
-      return out;
+      if (n) std::memcpy(dst, src, n * 4);
+      return;
     case TensorType::F16:
-      out.resize(n * 2);
-      for (size_t i = 0; i < n; ++i) PutU16(out.data() + 2 * i, FloatToHalf(values[i]));
-      return out;
+      for (size_t i = 0; i < n; ++i) PutU16(dst + 2 * i, FloatToHalf(src[i]));
+      return;
     case TensorType::BF16:
-      out.resize(n * 2);
-      for (size_t i = 0; i < n; ++i) PutU16(out.data() + 2 * i, FloatToBf16(values[i]));
-      return out;
-    case TensorType::Q8_0:
-      RequireBlocks(type, n, 32);
-      out.resize(n / 32 * 34);  // [n/32 blocks][34 B]
-      for (size_t b = 0; b < n / 32; ++b) EncodeQ8_0Block(values.data() + 32 * b, &out[34 * b]);
-      return out;
-    case TensorType::Q4_0:
-      RequireBlocks(type, n, 32);
-      out.resize(n / 32 * 18);  // [n/32 blocks][18 B]
-      for (size_t b = 0; b < n / 32; ++b) EncodeQ4_0Block(values.data() + 32 * b, &out[18 * b]);
-      return out;
+      for (size_t i = 0; i < n; ++i) PutU16(dst + 2 * i, FloatToBf16(src[i]));
+      return;
+    case TensorType::Q8_0: fn = EncodeQ8_0Block; break;
+    case TensorType::Q4_0: fn = EncodeQ4_0Block; break;
+    case TensorType::Q4_1: fn = detail::EncodeQ4_1Block; break;
+    case TensorType::Q5_0: fn = detail::EncodeQ5_0Block; break;
+    case TensorType::Q5_1: fn = detail::EncodeQ5_1Block; break;
+    case TensorType::Q4_K: fn = detail::EncodeQ4_KBlock; break;
+    case TensorType::Q5_K: fn = detail::EncodeQ5_KBlock; break;
+    case TensorType::Q6_K: fn = detail::EncodeQ6_KBlock; break;
     default:
-      throw Error(ErrorKind::kUnsupported,
-                  "cannot encode tensors of type " + TensorTypeName(type) +
-                      " (supported: F32, F16, BF16, Q8_0, Q4_0)");
+      throw Error(ErrorKind::kUnsupported, "cannot encode tensors of type " + TensorTypeName(type) +
+                                               " (supported: " + EncodableTypeList() + ")");
   }
+  uint64_t block_elems = 0, block_bytes = 0;
+  TensorTypeLayout(type, &block_elems, &block_bytes);
+  RequireBlocks(type, n, block_elems);
+  for (size_t b = 0; b < n / block_elems; ++b) fn(src + block_elems * b, dst + block_bytes * b);
+}
+
+std::vector<uint8_t> EncodeTensor(TensorType type, std::span<const float> values) {
+  if (!CanEncode(type)) EncodeRow(type, nullptr, 0, nullptr);  // throws kUnsupported
+  uint64_t block_elems = 0, block_bytes = 0;
+  TensorTypeLayout(type, &block_elems, &block_bytes);
+  RequireBlocks(type, values.size(), block_elems);
+  std::vector<uint8_t> out(values.size() / block_elems * block_bytes);
+  EncodeRow(type, values.data(), values.size(), out.data());
+  return out;
 }
 
 }  // namespace bicache::format
