@@ -157,9 +157,20 @@ def synthetic_tokenizer(vocab: int, arch: str = "llada") -> dict:
     return tok
 
 
+# Tokenizer-JSON "pre" names (tools/train/bpe.py) -> the name written to tokenizer.ggml.pre.
+# llama.cpp knows the GPT-2 pre-tokenizer as "gpt-2" and refuses a file saying "gpt2"; bicache
+# accepts both. Other names ("gpt2-digits", "llama-bpe", "qwen2", ...) are written as they are.
+GGUF_PRE_NAMES = {"gpt2": "gpt-2"}
+
+
+def gguf_pre_name(pre: str | None) -> str:
+    pre = pre or "default"
+    return GGUF_PRE_NAMES.get(pre, pre)
+
+
 def _write_tokenizer(w: gw.GGUFWriter, tok: dict):
     w.add_string("tokenizer.ggml.model", "gpt2")
-    w.add_string("tokenizer.ggml.pre", tok.get("pre") or "default")
+    w.add_string("tokenizer.ggml.pre", gguf_pre_name(tok.get("pre")))
     w.add_array("tokenizer.ggml.tokens", tok["tokens"], gw.T_STRING)
     tt = tok.get("token_type") or [1] * len(tok["tokens"])
     w.add_array("tokenizer.ggml.token_type", tt, gw.T_INT32)
