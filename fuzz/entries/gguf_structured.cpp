@@ -117,7 +117,9 @@ std::vector<float> Ramp(size_t n) {
 }
 
 // d_model 32, 2 heads (head_dim 16) over 1 kv head, d_ff 64, 2 layers, the golden 300-token
-// vocabulary. Layer 0 is F32/Q8_0/F16, layer 1 BF16 with a fused QKV, the output head Q4_0.
+// vocabulary. Layer 0 mixes F32/F16 and the 32-element block types Q8_0, Q5_0, Q4_1, Q5_1, layer 1
+// is BF16 with a fused QKV, the output head Q4_0 (a type mutation reaches the 256-element K-quants,
+// whose rows these widths cannot fill: an error naming the tensor).
 std::vector<uint8_t> BuildBase() {
   const int d = 32, ff = 64, head_dim = 16, kv = head_dim, n_vocab = 300;
   format::GgufWriter w;
@@ -147,13 +149,13 @@ std::vector<uint8_t> BuildBase() {
   add("token_embd.weight", TensorType::F16, d, n_vocab);
   norm("blk.0.attn_norm.weight");
   add("blk.0.attn_q.weight", TensorType::Q8_0, d, d);
-  add("blk.0.attn_k.weight", TensorType::F32, d, kv);
-  add("blk.0.attn_v.weight", TensorType::F16, d, kv);
+  add("blk.0.attn_k.weight", TensorType::Q5_0, d, kv);
+  add("blk.0.attn_v.weight", TensorType::Q4_1, d, kv);
   add("blk.0.attn_output.weight", TensorType::F32, d, d);
   norm("blk.0.ffn_norm.weight");
   add("blk.0.ffn_gate.weight", TensorType::Q8_0, d, ff);
   add("blk.0.ffn_up.weight", TensorType::F16, d, ff);
-  add("blk.0.ffn_down.weight", TensorType::F32, ff, d);
+  add("blk.0.ffn_down.weight", TensorType::Q5_1, ff, d);
   norm("blk.1.attn_norm.weight");
   add("blk.1.attn_qkv.weight", TensorType::BF16, d, d + 2 * kv);
   add("blk.1.attn_output.weight", TensorType::BF16, d, d);

@@ -282,7 +282,14 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
   if (out_rows > 0) {
     float* sel = GrowTo(sc.sel, static_cast<size_t>(out_rows) * d);               // [out_rows, d]
-    float* logits = GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);  // [out_rows, V]
+    // [out_rows, V]: one sequence's rows go straight into its own buffer (at a real vocabulary and
+    // a whole canvas that is hundreds of MB not held twice); several sequences are stacked first.
+    const SeqView* single = nullptr;
+    for (const SeqView& s : seqs) {
+      if (s.plan->logits_end > s.plan->logits_begin) single = single ? nullptr : &s;
+    }
+    const bool direct = single != nullptr && seqs.size() == 1;
+    float* logits = direct ? single->plan->logits : GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);
     int r = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
       const SeqPlan& p = *seqs[s].plan;
@@ -294,6 +301,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     Project(model.output(), sel, out_rows, logits, &st);
     r = 0;
     for (const SeqView& s : seqs) {
+      if (direct) break;
       const SeqPlan& p = *s.plan;
       const int rows = std::max(0, p.logits_end - p.logits_begin);
       if (rows > 0) CopyRows(p.logits, &logits[(size_t)r * c.n_vocab], rows, c.n_vocab);
