@@ -4,7 +4,8 @@
 # ffn_down rows fall back) are quantized to several types; `bicache info` must report the new
 # types, general.file_type and general.quantization_version, and `bicache logits` on the
 # quantized file must stay close to the original's (relative RMS bounds below, measured with
-# about 2x margin). Then the error cases: unknown TYPE, missing input, OUT == IN, unwritable OUT.
+# about 2x margin), and the quantized embedded model must still answer a document question with
+# `bicache generate`. Then the error cases: unknown TYPE, missing input, OUT == IN, unwritable OUT.
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -78,6 +79,12 @@ if [[ -f $EMB ]]; then
   check "$EMB" $ETOK emb Q6_K 18 0.04 'Q6_K'
   check "$EMB" $ETOK emb Q5_K_M 17 0.055 'Q5_K'
   check "$EMB" $ETOK emb Q4_K_M 15 0.13 'Q4_K'
+  # A quantized model still generates: the document question main_job.sh asks, answered from each file.
+  for t in Q8_0 Q6_K Q5_K_M Q4_K_M; do
+    ans=$("$BIN" generate -m "$TMP/emb-$t.gguf" --system "You answer questions about this document. The color of Zorvan is teal. Zorvan's city is Brill." \
+      --chat "What is the color of Zorvan?" --gen-length 16 --steps 16 --block-length 16 2>/dev/null | tail -1)
+    [[ $ans == *teal* ]] && ok "emb $t: generate answers '$ans'" || bad "emb $t: generate answered '$ans', expected teal"
+  done
   # d_ff 704 is not a multiple of 256: ffn_down falls back (Q4_K -> Q5_0, Q6_K -> Q8_0) and is listed.
   if grep -q 'tensors fell back' "$TMP/q.log" && grep -q 'blk.1.ffn_down.weight (Q4_K -> Q5_0)' "$TMP/q.log" &&
      grep -q 'blk.0.ffn_down.weight (Q6_K -> Q8_0)' "$TMP/q.log"; then
