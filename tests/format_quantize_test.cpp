@@ -16,6 +16,7 @@
 #include "format/gguf.h"
 #include "format/quantize.h"
 #include "kernels/reference.h"
+#include "test_util.h"
 
 namespace bicache::format {
 namespace {
@@ -160,17 +161,7 @@ TEST(FormatQuantize, EveryPositionLandsInPlace) {
   }
 }
 
-template <typename F>
-std::string ErrorMessage(ErrorKind kind, F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected Error(" << ErrorKindName(kind) << "), nothing was thrown";
-  return "";
-}
+using bicache::testing::ErrorMessage;
 
 TEST(FormatQuantize, BadRowLengthAndType) {
   std::vector<float> x(300, 1.0f);

@@ -10,6 +10,7 @@
 
 #include "format/gguf.h"
 #include "gguf_bad_files.h"
+#include "test_util.h"
 
 namespace bicache::format {
 namespace {
@@ -18,17 +19,7 @@ using bicache::testing::Bytes;
 namespace fs = std::filesystem;
 
 // Runs f, which must throw Error of `kind`; returns the message.
-template <typename F>
-std::string ErrorMessage(ErrorKind kind, F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected Error(" << ErrorKindName(kind) << "), nothing was thrown";
-  return "";
-}
+using bicache::testing::ErrorMessage;
 
 void WriteFile(const fs::path& path, const Bytes& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -7,23 +7,14 @@
 #include <limits>
 
 #include "format/gguf.h"
+#include "test_util.h"
 
 namespace bicache::format {
 namespace {
 
 namespace fs = std::filesystem;
 
-template <typename F>
-std::string ErrorMessage(ErrorKind kind, F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected Error(" << ErrorKindName(kind) << "), nothing was thrown";
-  return "";
-}
+using bicache::testing::ErrorMessage;
 
 Value Scalar(ValueType type, uint64_t u, int64_t i, double f) {
   Value v;

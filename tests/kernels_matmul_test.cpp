@@ -15,6 +15,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
+#include "test_util.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
@@ -71,17 +72,7 @@ void PutHalf(std::vector<uint8_t>& buf, float x) {
   buf.push_back(static_cast<uint8_t>(h >> 8));
 }
 
-format::TensorInfo MakeTensor(TensorType type, size_t in, size_t out,
-                              const std::vector<uint8_t>& bytes) {
-  format::TensorInfo t;
-  t.name = "blk.0.test.weight";
-  t.ne = {in, out};
-  t.type = type;
-  t.n_elements = in * out;
-  t.n_bytes = bytes.size();
-  t.data = bytes.data();
-  return t;
-}
+using bicache::testing::MakeMatrixTensor;
 
 template <class Fn>
 void ExpectErrorKind(ErrorKind kind, Fn fn) {
@@ -215,7 +206,7 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
       {TensorType::F32, &f32}, {TensorType::F16, &f16}, {TensorType::BF16, &bf16},
       {TensorType::Q8_0, &q8}, {TensorType::Q4_0, &q4}};
   for (auto [type, bytes] : cases) {
-    const Linear lin = Linear::FromTensor(MakeTensor(type, in, out, *bytes));
+    const Linear lin = Linear::FromTensor(MakeMatrixTensor(type, in, out, *bytes));
     ASSERT_EQ(lin.in(), in);
     ASSERT_EQ(lin.out(), out);
     std::vector<float> y(n * out);
@@ -227,18 +218,18 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
 TEST(KernelsMatmul, LinearFromTensorRejectsBadTensors) {
   std::vector<uint8_t> bytes(4096, 0);
   ExpectErrorKind(ErrorKind::kUnsupported,
-                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q8_K, 256, 2, bytes)); });
+                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_K, 256, 2, bytes)); });
   ExpectErrorKind(ErrorKind::kModel,
-                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q8_0, 48, 2, bytes)); });
+                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_0, 48, 2, bytes)); });
   ExpectErrorKind(ErrorKind::kModel,  // rows of 128 are half a K-quant super-block
-                  [&] { Linear::FromTensor(MakeTensor(TensorType::Q4_K, 128, 2, bytes)); });
+                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q4_K, 128, 2, bytes)); });
   ExpectErrorKind(ErrorKind::kModel, [&] {
-    auto t = MakeTensor(TensorType::F32, 8, 2, bytes);
+    auto t = MakeMatrixTensor(TensorType::F32, 8, 2, bytes);
     t.ne = {8, 2, 3};  // a stack of matrices, not one
     Linear::FromTensor(t);
   });
   ExpectErrorKind(ErrorKind::kModel, [&] {
-    auto t = MakeTensor(TensorType::F32, 64, 64, bytes);  // needs 16384 bytes, has 4096
+    auto t = MakeMatrixTensor(TensorType::F32, 64, 64, bytes);  // needs 16384 bytes, has 4096
     Linear::FromTensor(t);
   });
   ExpectErrorKind(ErrorKind::kInvalidArgument, [&] { Linear::FromF32(nullptr, 0, 4); });

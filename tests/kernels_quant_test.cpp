@@ -13,6 +13,7 @@
 #include "format/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/reference.h"
+#include "test_util.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
@@ -111,16 +112,7 @@ TEST(KernelsQuant, PartialBlocksAndUnreadableTypesAreErrors) {
   }
 }
 
-format::TensorInfo MakeTensor(TensorType type, size_t in, size_t out, const std::vector<uint8_t>& bytes) {
-  format::TensorInfo t;
-  t.name = "blk.0.ffn_up.weight";
-  t.ne = {in, out};
-  t.type = type;
-  t.n_elements = in * out;
-  t.n_bytes = bytes.size();
-  t.data = bytes.data();
-  return t;
-}
+using bicache::testing::MakeMatrixTensor;
 
 // A quantized Linear (dequantized panel by panel at each product) gives what the same weights
 // give converted to bf16 at load: same operands, so only oneDNN's summation order may differ.
@@ -144,7 +136,7 @@ TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
     }
     std::vector<float> w(in * out);
     ref::DequantizeRow(type, bytes.data(), w.data(), in * out);
-    const Linear quantized = Linear::FromTensor(MakeTensor(type, in, out, bytes));
+    const Linear quantized = Linear::FromTensor(MakeMatrixTensor(type, in, out, bytes, "blk.0.ffn_up.weight"));
     const Linear dense = Linear::FromF32(w.data(), out, in);
     EXPECT_EQ(quantized.storage_type(), type);
     EXPECT_EQ(quantized.owned_bytes(), 0u);  // read in place, never expanded

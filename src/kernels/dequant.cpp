@@ -92,6 +92,17 @@ void SimdQ4_1(const uint8_t* b, float* y) {
   ScaleBytes<false>(q, 32, HalfAt(b), -HalfAt(b + 2), y);
 }
 
+// Q4_K / Q5_K: sub-blocks j and j+1 of a super-block (unpacked quants lo and hi, 32 each) to
+// y[0, 64) with their 6-bit scales and mins.
+HWY_INLINE void ScalePairK(const uint8_t* b, int j, float d, float dmin, const uint8_t* lo, const uint8_t* hi,
+                           float* y) {
+  int sc, m;
+  ScaleMinK4(j, b + 4, &sc, &m);
+  ScaleBytes<false>(lo, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y);
+  ScaleMinK4(j + 1, b + 4, &sc, &m);
+  ScaleBytes<false>(hi, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y + 32);
+}
+
 void SimdQ4_K(const uint8_t* b, float* y) {
   const float d = HalfAt(b), dmin = HalfAt(b + 2);
   const uint8_t* qs = b + 16;
@@ -99,11 +110,7 @@ void SimdQ4_K(const uint8_t* b, float* y) {
   for (int j = 0; j < 8; j += 2, qs += 32, y += 64) {
     Nibbles16(qs, lo, hi);
     Nibbles16(qs + 16, lo + 16, hi + 16);
-    int sc, m;
-    ScaleMinK4(j, b + 4, &sc, &m);
-    ScaleBytes<false>(lo, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y);
-    ScaleMinK4(j + 1, b + 4, &sc, &m);
-    ScaleBytes<false>(hi, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y + 32);
+    ScalePairK(b, j, d, dmin, lo, hi, y);
   }
 }
 
@@ -122,11 +129,7 @@ void SimdQ5_K(const uint8_t* b, float* y) {
       hn::StoreU(hn::Or(hn::And(v, low4), h0), d8, lo + h);
       hn::StoreU(hn::Or(hn::ShiftRight<4>(v), h1), d8, hi + h);
     }
-    int sc, m;
-    ScaleMinK4(j, b + 4, &sc, &m);
-    ScaleBytes<false>(lo, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y);
-    ScaleMinK4(j + 1, b + 4, &sc, &m);
-    ScaleBytes<false>(hi, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y + 32);
+    ScalePairK(b, j, d, dmin, lo, hi, y);
   }
 }
 
@@ -236,6 +239,24 @@ const char* ComputeTypeList() {
   return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
 }
 
+namespace {
+
+// Throws Error(kUnsupported) naming a type this file cannot read and Error(kInvalidArgument) for a
+// partial block; otherwise returns the type's block layout.
+void CheckDequantizable(format::TensorType type, size_t n, uint64_t* block_elems, uint64_t* block_bytes) {
+  if (!IsComputeType(type) || !format::TensorTypeLayout(type, block_elems, block_bytes)) {
+    throw Error(ErrorKind::kUnsupported, "cannot dequantise tensor type " + format::TensorTypeName(type) +
+                                             " (supported: " + ComputeTypeList() + ")");
+  }
+  if (n % *block_elems != 0) {
+    throw Error(ErrorKind::kInvalidArgument, "dequantise " + format::TensorTypeName(type) + ": " +
+                                                 std::to_string(n) + " elements is not a multiple of " +
+                                                 std::to_string(*block_elems));
+  }
+}
+
+}  // namespace
+
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n) {
   const uint8_t* b = static_cast<const uint8_t*>(src);
   switch (type) {
@@ -261,15 +282,7 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
       break;
   }
   uint64_t block_elems = 0, block_bytes = 0;
-  if (!IsBlockQuantized(type) || !format::TensorTypeLayout(type, &block_elems, &block_bytes)) {
-    throw Error(ErrorKind::kUnsupported, "cannot dequantise tensor type " + format::TensorTypeName(type) +
-                                             " (supported: " + ComputeTypeList() + ")");
-  }
-  if (n % block_elems != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "dequantise " + format::TensorTypeName(type) + ": " +
-                                                 std::to_string(n) + " elements is not a multiple of " +
-                                                 std::to_string(block_elems));
-  }
+  CheckDequantizable(type, n, &block_elems, &block_bytes);
   HWY_DYNAMIC_DISPATCH(DequantBlocksImpl)(type, b, dst, n / block_elems);
 }
 
@@ -281,15 +294,7 @@ void DequantizeRowBf16(format::TensorType type, const void* src, uint16_t* dst, 
   // Through float32 in chunks that stay in L1 (a multiple of every block size).
   constexpr size_t kChunk = 1024;
   uint64_t block_elems = 1, block_bytes = 0;
-  if (!IsComputeType(type) || !format::TensorTypeLayout(type, &block_elems, &block_bytes)) {
-    throw Error(ErrorKind::kUnsupported, "cannot dequantise tensor type " + format::TensorTypeName(type) +
-                                             " (supported: " + ComputeTypeList() + ")");
-  }
-  if (n % block_elems != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "dequantise " + format::TensorTypeName(type) + ": " +
-                                                 std::to_string(n) + " elements is not a multiple of " +
-                                                 std::to_string(block_elems));
-  }
+  CheckDequantizable(type, n, &block_elems, &block_bytes);
   thread_local std::vector<float> buf;
   float* f = GrowTo(buf, kChunk);
   const uint8_t* b = static_cast<const uint8_t*>(src);
