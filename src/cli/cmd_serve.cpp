@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <filesystem>
 
 #include "cli/commands.h"
@@ -14,6 +16,36 @@
 #include "util/error.h"
 
 namespace bicache::cli {
+namespace {
+
+// The key from --api-key, --api-key-file or BICACHE_API_KEY (at most one of them); "" = none.
+// A key on the command line is visible to every local user in `ps`: warned about.
+std::string ResolveApiKey(const std::string& flag, const std::string& file) {
+  const char* env = std::getenv("BICACHE_API_KEY");
+  const int given = !flag.empty() + !file.empty() + (env != nullptr && *env != '\0');
+  if (given > 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "give the API key one way only: --api-key, --api-key-file or BICACHE_API_KEY");
+  }
+  if (!flag.empty()) {
+    std::fprintf(stderr,
+                 "bicache: warning: --api-key is visible to every local user (ps, /proc); use BICACHE_API_KEY "
+                 "or --api-key-file\n");
+    return flag;
+  }
+  if (!file.empty()) {
+    std::ifstream f(file);
+    if (!f) throw Error(ErrorKind::kIo, "cannot read --api-key-file '" + file + "'");
+    std::string key;
+    std::getline(f, key);
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key.empty()) throw Error(ErrorKind::kInvalidArgument, "--api-key-file '" + file + "': the first line is empty");
+    return key;
+  }
+  return env != nullptr ? std::string(env) : std::string();
+}
+
+}  // namespace
 
 Runner AddServe(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
@@ -22,13 +54,21 @@ Runner AddServe(CLI::App& app) {
     std::string cache = "bicache";
     int threads = 0;
     double grace_s = 30;
+    std::string api_key_file;
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->s.model_path);
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--host", o->s.host, "address to listen on (default 127.0.0.1: local only)");
   cmd->add_option("--port", o->s.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
-  cmd->add_option("--api-key", o->s.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
+  cmd->add_option("--api-key", o->s.api_key,
+                  "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
+                  "or --api-key-file)");
+  cmd->add_option("--api-key-file", o->api_key_file, "read the API key from this file (first line)");
+  cmd->add_flag("--no-mmap", [o](int64_t) { o->s.open.mmap = false; },
+                "read the model into memory instead of memory-mapping it (a file rewritten in place can then "
+                "not crash the server)");
+  cmd->add_flag("--mlock", o->s.open.mlock, "lock the model's bytes in RAM (needs a large enough 'ulimit -l')");
   cmd->add_option("--model-id", o->s.model_id, "model id reported by /v1/models (default: file name)");
   cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
   cmd->add_option("--refresh", o->s.limits.default_refresh,
@@ -55,6 +95,7 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests get to finish on SIGTERM")
       ->check(NonNegative());
   return [=]() {
+    o->s.api_key = ResolveApiKey(o->s.api_key, o->api_key_file);
     ApplyThreads(o->threads);
     o->s.threads = o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
     o->s.limits.default_cache = engine::ParseCacheMode(o->cache);

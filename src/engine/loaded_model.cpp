@@ -8,10 +8,10 @@
 
 namespace bicache::engine {
 
-std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path) {
+std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path, format::OpenOptions options) {
   auto lm = std::unique_ptr<LoadedModel>(new LoadedModel());
   lm->path_ = path;
-  lm->model_ = model::Model::Load(path);
+  lm->model_ = model::Model::Load(path, options);
   lm->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::FromGguf(lm->model_->file()));
   if (lm->tokenizer_->n_vocab() > lm->model_->config().n_vocab) {
     throw Error(ErrorKind::kModel, "tokenizer has " + std::to_string(lm->tokenizer_->n_vocab()) +

@@ -100,11 +100,21 @@ struct TensorInfo {
   const uint8_t* data = nullptr;  // points into the mapping
 };
 
-// A parsed, memory-mapped GGUF file. Move-only; tensor data pointers live as long as it does.
+// How GgufFile::Open holds the file's bytes.
+struct OpenOptions {
+  // true: memory-map the file (pages load on demand and are shared with the page cache; a file
+  // rewritten or truncated in place under a running process can then kill it with SIGBUS: replace
+  // served files by rename). false: read the whole file into memory once.
+  bool mmap = true;
+  // Lock the bytes in RAM (mlock) so the OS never pages the weights out; needs RLIMIT_MEMLOCK.
+  bool mlock = false;
+};
+
+// A parsed, memory-mapped (or read) GGUF file. Move-only; tensor data pointers live as long as it does.
 class GgufFile {
  public:
   // Opens and validates `path`. Throws Error(kIo) / Error(kFormat).
-  static GgufFile Open(const std::string& path);
+  static GgufFile Open(const std::string& path, OpenOptions options = {});
   // Parses an in-memory image (copied). Used by tests and fuzzers.
   static GgufFile FromBytes(std::span<const uint8_t> bytes);
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -35,7 +36,7 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
-GgufFile GgufFile::Open(const std::string& path) {
+GgufFile GgufFile::Open(const std::string& path, OpenOptions options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) FailIo(path, "open", errno);
   FdCloser closer{fd};
@@ -49,13 +50,40 @@ GgufFile GgufFile::Open(const std::string& path) {
 
   auto impl = std::make_unique<Impl>();
   impl->size = static_cast<uint64_t>(st.st_size);
-  // MAP_PRIVATE + PROT_READ: weights are paged in on demand and shared with the page cache.
-  void* p = ::mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (p == MAP_FAILED) FailIo(path, "memory-map", errno);
-  impl->mapping = p;
-  impl->mapping_size = impl->size;
+  const uint8_t* bytes = nullptr;
+  if (options.mmap) {
+    // MAP_PRIVATE + PROT_READ: weights are paged in on demand and shared with the page cache.
+    void* p = ::mmap(nullptr, impl->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) FailIo(path, "memory-map", errno);
+    impl->mapping = p;
+    impl->mapping_size = impl->size;
+    bytes = static_cast<const uint8_t*>(p);
+  } else {
+    // Read once: later changes to the file cannot reach this process.
+    impl->copy.resize(impl->size);
+    uint64_t got = 0;
+    while (got < impl->size) {
+      const ssize_t n = ::read(fd, impl->copy.data() + got, std::min<uint64_t>(impl->size - got, 1u << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) FailIo(path, "read", errno);
+      if (n == 0) {
+        throw Error(ErrorKind::kIo, "cannot read '" + path + "': it shrank to " + std::to_string(got) +
+                                        " bytes while being read (expected " + std::to_string(impl->size) + ")");
+      }
+      got += static_cast<uint64_t>(n);
+    }
+    bytes = impl->copy.data();
+  }
+  if (options.mlock && ::mlock(bytes, impl->size) != 0) {
+    const int err = errno;
+    throw Error(ErrorKind::kIo, "cannot lock '" + path + "' (" + std::to_string(impl->size / (1024 * 1024)) +
+                                    " MiB) in memory: " + std::strerror(err) +
+                                    (err == ENOMEM || err == EPERM
+                                         ? " (the locked-memory limit is too low: raise 'ulimit -l' or drop --mlock)"
+                                         : ""));
+  }
   try {
-    impl->parsed = detail::ParseGguf(static_cast<const uint8_t*>(p), impl->size);
+    impl->parsed = detail::ParseGguf(bytes, impl->size);
   } catch (const Error& e) {
     // Same kind, prefixed with the path so a front end can print it as one line.
     throw Error(e.kind(), path + ": " + e.what());

@@ -45,8 +45,8 @@ kernels::Linear LoadLinear(const format::GgufFile& f, const std::string& name, u
 
 }  // namespace
 
-std::unique_ptr<Model> Model::Load(const std::string& path) {
-  return FromFile(format::GgufFile::Open(path));
+std::unique_ptr<Model> Model::Load(const std::string& path, format::OpenOptions options) {
+  return FromFile(format::GgufFile::Open(path, options));
 }
 
 std::unique_ptr<Model> Model::FromFile(format::GgufFile file) {

@@ -31,7 +31,7 @@ struct LayerWeights {
 class Model {
  public:
   // Opens, validates and prepares a model file. Throws bicache::Error naming what was wrong.
-  static std::unique_ptr<Model> Load(const std::string& path);
+  static std::unique_ptr<Model> Load(const std::string& path, format::OpenOptions options = {});
   // Same from an already-open file (tests).
   static std::unique_ptr<Model> FromFile(format::GgufFile file);
 

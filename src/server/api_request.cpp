@@ -330,7 +330,14 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
     diffusion::Validate(s);
   } catch (const Error& e) {
     std::string param;
-    const std::string msg = FlagsToFields(e.what(), &param);
+    std::string msg = FlagsToFields(e.what(), &param);
+    // The sampler checked the float it holds (1.0000001 rounds to 1, 1e308 was clamped): quote the
+    // value the client sent instead.
+    if (const json* sent = param.empty() ? nullptr : Field(body, param.c_str())) {
+      const size_t at = msg.rfind("(got ");
+      const size_t end = at == std::string::npos ? at : msg.find(')', at);
+      if (end != std::string::npos) msg.replace(at, end - at + 1, "(got " + Shown(*sent) + ")");
+    }
     BadRequest(msg, param);
   }
   if (const json* c = Field(body, "cache")) {

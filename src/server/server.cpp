@@ -2,9 +2,11 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "engine/threads.h"
 #include "server/generation.h"
@@ -35,6 +37,31 @@ ApiError Unavailable(const std::string& message) {
   e.type = "server_error";
   e.message = message;
   return e;
+}
+
+ApiError UnsupportedMediaType(const std::string& content_type) {
+  ApiError e;
+  e.status = 415;
+  e.type = "invalid_request_error";
+  e.code = "unsupported_media_type";
+  e.message = "Content-Type '" + content_type.substr(0, 100) +
+              "' cannot carry the request: send the JSON object as the body with Content-Type: application/json";
+  return e;
+}
+
+bool StartsWithNoCase(const std::string& s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+bool IsKnownMethod(const std::string& m) {
+  for (const char* k : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}) {
+    if (m == k) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -95,7 +122,7 @@ void Server::StartLoading() {
 
 void Server::Load() {
   try {
-    lm_ = engine::LoadedModel::Load(options_.model_path);
+    lm_ = engine::LoadedModel::Load(options_.model_path, options_.open);
     engine::EngineOptions eo;
     eo.cache_budget_bytes = static_cast<size_t>(options_.cache_budget_mb * 1024 * 1024);
     eo.depth_table = lm_->LoadDepthTable();
@@ -136,6 +163,18 @@ void Server::Routes() {
   auto gen = gen_;
   // Auth and readiness gate everything under /v1; /health and /metrics stay open for probes.
   http_->set_pre_routing_handler([this, gen](const httplib::Request& req, httplib::Response& res) {
+    // cpp-httplib reads a Content-Length that is not a number as 0 ("abc") or as a huge count ("-1",
+    // then waiting for a body that never comes): refuse it before any body is read.
+    if (const std::string length = req.get_header_value("Content-Length");
+        !length.empty() && length.find_first_not_of("0123456789") != std::string::npos) {
+      ApiError e;
+      e.status = 400;
+      e.type = "invalid_request_error";
+      e.message = "Content-Length '" + length.substr(0, 40) + "' is not a byte count";
+      res.set_header("Connection", "close");
+      SendError(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     if (!options_.api_key.empty()) {
       const std::string auth = req.get_header_value("Authorization");
@@ -191,6 +230,14 @@ void Server::Routes() {
   auto route = [gen, max_body](bool chat) {
     return [gen, max_body, chat](const httplib::Request& req, httplib::Response& res,
                                  const httplib::ContentReader& read) {
+      // A multipart upload cannot carry the JSON body (and cpp-httplib would need a part reader):
+      // 415, and the unread body ends the connection.
+      const std::string type = req.get_header_value("Content-Type");
+      if (StartsWithNoCase(type, "multipart/")) {
+        res.set_header("Connection", "close");
+        SendError(res, UnsupportedMediaType(type));
+        return;
+      }
       std::string body;
       bool too_large = false;
       const bool ok = read([&](const char* data, size_t n) {
@@ -203,10 +250,23 @@ void Server::Routes() {
       });
       if (!ok || too_large) {
         // cpp-httplib sets 413 itself when a Content-Length is over the limit; a chunked body is
-        // cut off by the receiver above; anything else is a broken upload.
-        if (too_large) res.status = 413;
-        if (res.status < 400) res.status = 400;
-        return;  // the error handler writes the OpenAI error body
+        // cut off by the receiver above (the error handler writes both); anything else is a broken
+        // upload.
+        if (too_large) {
+          res.status = 413;
+        } else if (res.status < 400) {
+          ApiError e;
+          e.status = 400;
+          e.type = "invalid_request_error";
+          e.message = "the request body could not be read (the connection ended or the chunked encoding was broken)";
+          SendError(res, e);
+        }
+        return;
+      }
+      // `curl -d '{...}'` sends JSON labelled as a form: accepted. A real form (fields) is not JSON.
+      if (StartsWithNoCase(type, "application/x-www-form-urlencoded") && !json::accept(body)) {
+        SendError(res, UnsupportedMediaType(type));
+        return;
       }
       HandleGeneration(req, body, res, *gen, chat);
     };
@@ -214,15 +274,25 @@ void Server::Routes() {
   http_->Post("/v1/completions", route(false));
   http_->Post("/v1/chat/completions", route(true));
   // Unknown routes, wrong methods, 413 from the body limit: an OpenAI error body for each.
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  http_->set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     ApiError e;
     e.status = res.status;
     e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    e.message = res.status == 404   ? "no route for " + req.method + " " + req.path
-                : res.status == 413 ? "the request body is too large"
-                : res.status == 400 ? "the request body could not be read"
-                                    : "HTTP error " + std::to_string(res.status);
+    if (res.status == 404) {
+      e.message = "no route for " + req.method + " " + req.path;
+    } else if (res.status == 413) {
+      e.message = "the request body is too large (this server accepts up to " + std::to_string(max_body) + " bytes)";
+    } else if (res.status == 400 && !req.method.empty() && !IsKnownMethod(req.method)) {
+      e.status = 501;
+      e.message = "unsupported HTTP method '" + req.method.substr(0, 40) + "'";
+    } else if (res.status == 400) {  // cpp-httplib's own: the request line or headers did not parse
+      e.message = "the request could not be parsed: a malformed request line or header, or a header line over "
+                  "8 KiB";
+    } else {
+      e.message = "HTTP error " + std::to_string(res.status);
+    }
+    res.status = e.status;
     SendError(res, e);
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
 #include "engine/scheduler.h"
+#include "format/gguf.h"
 #include "server/api_request.h"
 
 namespace httplib {
@@ -31,6 +32,7 @@ struct ServerOptions {
   std::string model_path;
   std::string model_id;          // /v1/models id; default: the file name without .gguf
   std::string api_key;           // "" = no authentication
+  format::OpenOptions open;      // --no-mmap, --mlock
   ServerLimits limits;
   int max_queue = 64;
   int max_running = 8;
