@@ -4,9 +4,13 @@
 // (sigtimedwait), so shutdown runs as ordinary code, not inside a signal handler.
 #include <signal.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 
 #include "cli/commands.h"
@@ -132,8 +136,45 @@ Runner AddServe(CLI::App& app) {
         break;
       }
     }
+    // From here a second SIGTERM/SIGINT exits at once.
+    std::atomic<bool> finished{false};
+    std::thread second_signal([&] {
+      while (!finished.load()) {
+        timespec tick{0, 100 * 1000 * 1000};
+        const int sig = sigtimedwait(&set, nullptr, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+          std::fprintf(stderr, "bicache: second signal: exiting now\n");
+          std::fflush(stderr);
+          std::_Exit(rc == 0 ? 1 : rc);
+        }
+      }
+    });
     srv.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(o->grace_s * 1000)));
-    http.join();
+    // Every request has been answered or cancelled. The HTTP threads end as their connections do;
+    // a client that keeps a connection open without finishing a request (a slow header, an idle
+    // keep-alive) would hold one for ever, so after one more second the process exits with them
+    // still open: the kernel closes them.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool http_done = false;
+    std::thread joiner([&] {
+      http.join();
+      std::lock_guard<std::mutex> l(mu);
+      http_done = true;
+      cv.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> l(mu);
+      if (!cv.wait_for(l, std::chrono::seconds(1), [&] { return http_done; })) {
+        std::fprintf(stderr, "bicache: closing connections that are still open after the grace period\n");
+        std::fflush(stdout);
+        std::fflush(stderr);
+        std::_Exit(rc);
+      }
+    }
+    joiner.join();
+    finished.store(true);
+    second_signal.join();
     return rc;
   };
 }

@@ -3,7 +3,8 @@
 # bodies that cannot carry JSON get 415, not 500; a Content-Length that is not a number, an unknown
 # method and an oversized header each get their own message; sampling values are quoted as sent;
 # the API key from BICACHE_API_KEY or --api-key-file (and a warning for --api-key); --no-mmap
-# serves a copy of the model that is then truncated on disk, and --mlock starts. Bounded waits.
+# serves a copy of the model that is then truncated on disk, --mlock starts, and SIGTERM ends the
+# process within --shutdown-grace + 1 s while a client holds a half-sent request. Bounded waits.
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -96,6 +97,36 @@ start_server "$BIN" -m "$TMP/model.gguf" -t "$SERVE_THREADS" --no-mmap
 st=$(curl -s -o "$TMP/body" -w '%{http_code}' -d "$BODY" "$URL/v1/completions")
 check "--no-mmap: serves after the file was truncated" [ "$st" = 200 ]
 stop
+# Shutdown with a client that never finishes its request line: exits 0 within grace + 1 s (it used to
+# wait for that connection for ever).
+start --shutdown-grace 1
+"$PY" - "${URL#http://}" <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].split(":")
+s = socket.create_connection((host, int(port)))
+end = time.time() + 15
+for c in b"GET /health HTTP/1.1\r\nHost: slow\r\n":
+    if time.time() > end:
+        break
+    try:
+        s.send(bytes([c]))
+    except OSError:
+        break
+    time.sleep(0.5)
+PY
+SLOW=$!
+sleep 1
+t0=$(date +%s%N)
+kill -TERM "$PID"
+rc=0
+wait "$PID" || rc=$?
+PID=
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill "$SLOW" 2>/dev/null || true
+wait "$SLOW" 2>/dev/null || true
+cp "$TMP/log" "$TMP/body"
+check "slow client at SIGTERM: exit 0" [ "$rc" = 0 ]
+check "slow client at SIGTERM: gone within grace + 1 s (took $ms ms)" [ "$ms" -lt 4000 ]
 start --mlock
 check "--mlock: serves" [ "$(curl -s -o "$TMP/body" -w '%{http_code}' -d "$BODY" "$URL/v1/completions")" = 200 ]
 stop
