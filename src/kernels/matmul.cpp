@@ -1,8 +1,10 @@
 // Linear and the GEMM yardstick through oneDNN 2.x (bf16 x bf16 -> f32 matmul, or f32 x f32 -> f32
 // where this CPU has no bf16 kernel; see ActiveMatmulPrecision below).
 //
-// Weights stay in their [out, in] row-major bf16 layout and are described to oneDNN as the
+// BF16 weights stay in their [out, in] row-major layout and are described to oneDNN as the
 // B operand [in, out] with strides {1, in} ("ba"): W is never reordered or copied by us.
+// Block-quantized weights stay in the file's blocks; each product dequantizes them one panel of
+// rows at a time (PanelForward below), so nothing the size of the model is ever allocated.
 // Primitive choice (measured on a loaded 2-core Zen 4 with AVX-512-bf16, in = 1024):
 //  - n >= kFixedMinRows: a primitive compiled for the exact n (oneDNN picks brgemm; at n = 512,
 //    1 thread: 4.6 ms vs 5.6 ms for the run-time-M gemm), cached process-wide by (n, in, out);
@@ -14,9 +16,10 @@
 //
 // The f32 path (CPUs without AVX-512, e.g. an AVX2-only Zen 3, where oneDNN 2.6 has no bf16 matmul
 // at all: "could not create a primitive descriptor iterator") keeps the bf16 path's numbers: the
-// weights are the same bf16 values widened to f32 once at load (twice the memory), and every
-// activation is rounded to bf16 before it is widened, so the products are exact in f32 and only the
-// summation order can differ from the bf16 kernels'.
+// weights are the same bf16 values widened to f32 (F32/F16 files once at load; BF16 and quantized
+// files per panel, so the file is not doubled in memory), and every activation is rounded to bf16
+// before it is widened, so the products are exact in f32 and only the summation order can differ
+// from the bf16 kernels'.
 #include "kernels/matmul.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -215,10 +218,9 @@ size_t PanelRows(size_t in) {
 
 // y[n, out] = x[n, in] * W^T with W read panel by panel from its stored rows: each thread takes
 // whole panels, dequantizes them into its own buffer and runs a single-threaded oneDNN product
-// for its columns of y (oneDNN runs sequentially inside an OpenMP region). Measured against the
-// other arrangement (each panel dequantized by all threads, then one multi-threaded product):
-// 1.24-1.35x faster at 8B width. `xs` is x already
-// rounded to bf16, and `xf` the same values widened (f32 precision only).
+// for its columns of y (oneDNN runs sequentially inside an OpenMP region). The other arrangement
+// (each panel dequantized by both threads, then one two-thread product) was 1.2-1.3x slower at 8B
+// width. `xs` is x already rounded to bf16, `xf` the same values widened (f32 precision only).
 void PanelForward(const Linear::Impl& w, const uint16_t* xs, const float* xf, size_t n, float* y);
 
 }  // namespace
