@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kernels/int8_gemm.h"
 #include "model/forward.h"
 #include "model/weights.h"
 #include "test_util.h"
@@ -57,10 +58,13 @@ TEST(ModelGolden, EveryGoldenFileMatchesTheReference) {
     const std::vector<float> ref = bicache::testing::ReadF32File(DataPath("golden/" + g["logits"].get<std::string>()));
     ASSERT_EQ(ref.size(), toks.size() * V);
     const std::vector<float> got = FullLogits(*m, toks);
-    // Matmuls run in bf16 (8-bit mantissa) with f32 accumulation; logits have std ~2.
+    // Matmuls run in bf16 (8-bit mantissa) with f32 accumulation; logits have std ~2. Q8_0 weights
+    // on the int8 route (kernels/int8_gemm.h) also round the activations to 8 bits per 32-block,
+    // as llama.cpp does: measured 0.132 there, hence its own bound.
+    const bool int8 = m->layers()[0].w_up.storage_type() == format::TensorType::Q8_0 && kernels::Int8RouteAvailable();
     const float err = MaxAbsDiff(got.data(), ref.data(), ref.size());
-    std::printf("  %s: max abs error %.4f\n", g["file"].get<std::string>().c_str(), err);
-    EXPECT_LT(err, 0.12f);
+    std::printf("  %s: max abs error %.4f%s\n", g["file"].get<std::string>().c_str(), err, int8 ? " (int8 route)" : "");
+    EXPECT_LT(err, int8 ? 0.2f : 0.12f);
     int agree = 0;
     for (size_t r = 0; r < toks.size(); ++r) {
       const float* a = &got[r * V];

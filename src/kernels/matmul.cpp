@@ -36,6 +36,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/int8_gemm.h"
 #include "kernels/ops.h"
 #include "util/error.h"
 #include "util/grow.h"
@@ -375,6 +376,10 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
 void Linear::Forward(const float* x, size_t n, float* y) const {
   if (!impl_) throw Error(ErrorKind::kInternal, "linear: Forward on an empty Linear");
   if (n == 0) return;
+  if (impl_->type == format::TensorType::Q8_0 && impl_->panel_src != nullptr && Int8RouteAvailable()) {
+    Int8ForwardQ8_0(x, n, impl_->in, impl_->panel_src, impl_->row_bytes, impl_->out, y);
+    return;
+  }
   // x as bf16 [n, in] (and for the f32 path widened again: [n, in] f32). Per-thread and only
   // ever grown: at most n_max * max(in) * 2 (+ 4) bytes.
   thread_local std::vector<uint16_t> xb;

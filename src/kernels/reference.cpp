@@ -199,6 +199,33 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
   for (size_t i = 0; i < n / block_elems; ++i) block(b + i * block_bytes, dst + i * block_elems);
 }
 
+void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes, size_t out, float* y) {
+  const size_t kbs = in / 32;
+  std::vector<int> q(in);
+  std::vector<float> d(kbs);
+  for (size_t r = 0; r < n; ++r) {
+    const float* xr = x + r * in;
+    for (size_t kb = 0; kb < kbs; ++kb) {
+      float amax = 0;
+      for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xr[kb * 32 + j]));
+      const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
+      for (size_t j = 0; j < 32; ++j) q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
+      d[kb] = amax == 0.0f ? 0.0f : amax / 127.0f;
+    }
+    for (size_t o = 0; o < out; ++o) {
+      const uint8_t* row = w + o * row_bytes;
+      double acc = 0;
+      for (size_t kb = 0; kb < kbs; ++kb) {
+        const uint8_t* blk = row + kb * 34;
+        int64_t dot = 0;
+        for (size_t j = 0; j < 32; ++j) dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + j])) * q[kb * 32 + j];
+        acc += static_cast<double>(dot) * static_cast<double>(HalfAt(blk) * d[kb]);
+      }
+      y[r * out + o] = static_cast<float>(acc);
+    }
+  }
+}
+
 void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out) {
   for (size_t r = 0; r < n; ++r) {
     for (size_t o = 0; o < out; ++o) {
