@@ -21,7 +21,9 @@ run: build
 # Then the hardening stages (docs/hardening.md): the whole suite again under ASan+UBSan, the
 # concurrency tests under TSan, and each libFuzzer target for FUZZ_SECONDS (default 20 here).
 # HARDENING_SKIP=1 make test runs the ordinary suite only (quick local runs).
+# First of all, every C++ file must be as .clang-format writes it (scripts/check_format.sh).
 test: build
+	bash scripts/check_format.sh
 	cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} ctest --output-on-failure -j $(JOBS)
 	JOBS=$(JOBS) FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/hardening.sh asan tsan fuzz
 

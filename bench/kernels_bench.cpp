@@ -90,8 +90,8 @@ void BM_Attention(benchmark::State& state) {
   std::vector<float> out(t * nh * hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (auto _ : state) {
-    Attention(q.data(), t, nh * hd, k.data(), v.data(), t, nkv * hd, nh, nkv, hd, scale,
-              out.data(), nh * hd);
+    Attention(q.data(), t, nh * hd, k.data(), v.data(), t, nkv * hd, nh, nkv, hd, scale, out.data(),
+              nh * hd);
     benchmark::DoNotOptimize(out.data());
   }
   SetGflops(state, 4.0 * t * t * hd * nh);  // QK^T and PV, 2 flops per multiply-add each
@@ -110,12 +110,13 @@ BENCHMARK(BM_Attention)
 void BM_AttentionFewQueries(benchmark::State& state) {
   const size_t nq = state.range(0), nk = state.range(1), nh = state.range(2), nkv = state.range(3),
                hd = state.range(4);
-  const auto q = Random(nq * nh * hd, 3), k = Random(nk * nkv * hd, 4), v = Random(nk * nkv * hd, 5);
+  const auto q = Random(nq * nh * hd, 3), k = Random(nk * nkv * hd, 4),
+             v = Random(nk * nkv * hd, 5);
   std::vector<float> out(nq * nh * hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (auto _ : state) {
-    Attention(q.data(), nq, nh * hd, k.data(), v.data(), nk, nkv * hd, nh, nkv, hd, scale, out.data(),
-              nh * hd);
+    Attention(q.data(), nq, nh * hd, k.data(), v.data(), nk, nkv * hd, nh, nkv, hd, scale,
+              out.data(), nh * hd);
     benchmark::DoNotOptimize(out.data());
   }
   SetGflops(state, 4.0 * nq * nk * hd * nh);
@@ -167,12 +168,14 @@ void BM_DequantizeRowBf16(benchmark::State& state) {
   for (auto& b : q) b = static_cast<uint8_t>(rng() & 0x3B);  // keeps every f16 field finite
   std::vector<uint16_t> out(rows * in);
   for (auto _ : state) {
-    for (size_t r = 0; r < rows; ++r) DequantizeRowBf16(type, q.data() + r * row_bytes, out.data() + r * in, in);
+    for (size_t r = 0; r < rows; ++r)
+      DequantizeRowBf16(type, q.data() + r * row_bytes, out.data() + r * in, in);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(bicache::format::TensorTypeName(type));
   state.counters["ns/weight"] = benchmark::Counter(
-      static_cast<double>(rows * in) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+      static_cast<double>(rows * in) * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_DequantizeRowBf16)->Arg(8)->Arg(2)->Arg(12)->Arg(13)->Arg(14)->Arg(23)->Arg(30);
 

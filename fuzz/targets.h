@@ -28,14 +28,15 @@ struct Target {
   void (*run)(Input);
 };
 inline constexpr Target kTargets[] = {
-    {"gguf_bytes", GgufBytes},   {"gguf_structured", GgufStructured}, {"tokenizer", TokenizerText},
-    {"api_request", ApiRequest}, {"chat", ChatFormat},
+    {"gguf_bytes", GgufBytes},    {"gguf_structured", GgufStructured},
+    {"tokenizer", TokenizerText}, {"api_request", ApiRequest},
+    {"chat", ChatFormat},
 };
 
 // Aborts with a message: an invariant the library promises did not hold.
 [[noreturn]] void Violation(const std::string& what);
-#define BICACHE_FUZZ_CHECK(cond, what) \
-  do {                                 \
+#define BICACHE_FUZZ_CHECK(cond, what)             \
+  do {                                             \
     if (!(cond)) ::bicache::fuzz::Violation(what); \
   } while (0)
 

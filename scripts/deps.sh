@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential cmake pkg-config
       libdnnl-dev ocl-icd-opencl-dev libhwy-dev libpcre2-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev
-      clang libclang-rt-14-dev curl jq
+      clang libclang-rt-14-dev clang-format curl jq
       python3 python3-numpy python3-torch python3-regex libopenblas0-pthread
       nginx)  # nginx: tests/cli/nginx_affinity.sh (two replicas behind consistent hashing)
 missing=()

@@ -65,7 +65,7 @@ std::vector<float> NoisyLogits(int gen_length) {
 }
 
 std::vector<int32_t> RunToEnd(const SamplerConfig& c, const std::vector<float>& logits,
-                         const std::vector<float>* uncond = nullptr) {
+                              const std::vector<float>* uncond = nullptr) {
   Denoiser d(c, kVocab);
   while (!d.done()) d.Step(logits.data(), uncond ? uncond->data() : nullptr);
   return d.canvas();
@@ -119,9 +119,12 @@ TEST(DiffusionSampler, EveryInvalidConfigNamesItsFlag) {
       {"--cfg", [](SamplerConfig& c) { c.cfg_scale = -1; }},
       {"--threshold", [](SamplerConfig& c) { c.threshold = 1; }},
       {"--threshold", [](SamplerConfig& c) { c.threshold = -0.5f; }},
-      {"--threshold", [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kRandom; }},
-      {"--threshold", [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kOrigin; }},
-      {"--threshold", [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kEntropy; }},
+      {"--threshold",
+       [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kRandom; }},
+      {"--threshold",
+       [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kOrigin; }},
+      {"--threshold",
+       [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kEntropy; }},
       {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = -1; }},
       {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = 0.5f; }},  // low_confidence
       {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = 0.5f, c.algorithm = Algorithm::kOrigin; }},
@@ -175,8 +178,8 @@ TEST(DiffusionSampler, LowConfidenceCommitsMostConfidentFirst) {
   const std::vector<int32_t> target = Sequence(8);
   std::vector<float> peaks = {3, 9, 4, 8, 5, 7, 6, 2};  // rank: 1,3,5,6,4,2,0,7
   const std::vector<float> logits = TargetLogits(target, peaks);
-  for (Algorithm alg : {Algorithm::kLowConfidence, Algorithm::kMaskgitPlus,
-                        Algorithm::kTopkMargin, Algorithm::kEntropy}) {
+  for (Algorithm alg : {Algorithm::kLowConfidence, Algorithm::kMaskgitPlus, Algorithm::kTopkMargin,
+                        Algorithm::kEntropy}) {
     Denoiser d(Config(8, 4, 8, alg), kVocab);  // LLaDA: 2 per step
     std::vector<int> first = d.Step(logits.data());
     if (alg == Algorithm::kLowConfidence) {
@@ -403,7 +406,8 @@ TEST(DiffusionSampler, RowScorerSamplesTheTemperedDistribution) {
     for (double p : {0.5, 0.3, 0.2}) z += std::pow(p, 1.0 / temperature);
     const double expect[] = {std::pow(0.5, 1 / temperature) / z, std::pow(0.3, 1 / temperature) / z,
                              std::pow(0.2, 1 / temperature) / z};
-    for (int v = 0; v < 3; ++v) EXPECT_NEAR(hits[v] / double(n), expect[v], 2e-3) << "T=" << temperature;
+    for (int v = 0; v < 3; ++v)
+      EXPECT_NEAR(hits[v] / double(n), expect[v], 2e-3) << "T=" << temperature;
     // The confidence stays softmax(l)[x0] of the untempered logits.
     EXPECT_NEAR(s.Score(row.data(), nullptr, 0.99, 0).confidence, 0.2, 1e-6);
   }

@@ -77,7 +77,8 @@ std::vector<int> DreamReference(int gen_length, int steps, int block_length, flo
   const float delta = (eps - 1.0f) / static_cast<float>(s);
   std::vector<float> t(n);
   for (int i = 0; i < n; ++i) {
-    t[i] = i < n / 2 ? 1.0f + delta * static_cast<float>(i) : eps - delta * static_cast<float>(n - 1 - i);
+    t[i] = i < n / 2 ? 1.0f + delta * static_cast<float>(i)
+                     : eps - delta * static_cast<float>(n - 1 - i);
   }
   std::vector<int> out;
   for (int b = 0; b < blocks; ++b) {
@@ -109,12 +110,14 @@ TEST(DiffusionSchedule, LladaTransferCountsSplitEvenlyRemainderFirst) {
 }
 
 TEST(DiffusionSchedule, LladaPerStepCountsMatchReference) {
-  struct Case { int gen, steps, block; };
+  struct Case {
+    int gen, steps, block;
+  };
   for (const Case& k : {Case{32, 32, 32}, Case{32, 8, 32}, Case{64, 16, 16}, Case{40, 12, 10},
                         Case{24, 6, 8}, Case{16, 32, 8}, Case{128, 64, 32}, Case{12, 4, 3}}) {
     for (Algorithm alg : {Algorithm::kLowConfidence, Algorithm::kRandom}) {
       SCOPED_TRACE(::testing::Message() << "gen=" << k.gen << " steps=" << k.steps
-                                      << " block=" << k.block << " alg=" << AlgorithmName(alg));
+                                        << " block=" << k.block << " alg=" << AlgorithmName(alg));
       EXPECT_EQ(RunCounts(Config(k.gen, k.steps, k.block, alg)),
                 LladaReference(k.gen, k.steps, k.block));
     }
@@ -144,13 +147,16 @@ TEST(DiffusionSchedule, DreamTransferCountTruncatesLikeTheReference) {
 }
 
 TEST(DiffusionSchedule, DreamPerStepCountsMatchReference) {
-  struct Case { int gen, steps, block; float eps; };
+  struct Case {
+    int gen, steps, block;
+    float eps;
+  };
   for (const Case& k : {Case{32, 32, 32, 1e-3f}, Case{32, 8, 32, 1e-3f}, Case{64, 64, 64, 1e-3f},
                         Case{64, 16, 16, 1e-3f}, Case{48, 12, 16, 0.1f}, Case{20, 40, 20, 1e-3f},
                         Case{256, 128, 256, 1e-3f}}) {
     for (Algorithm alg : {Algorithm::kMaskgitPlus, Algorithm::kTopkMargin, Algorithm::kEntropy}) {
       SCOPED_TRACE(::testing::Message() << "gen=" << k.gen << " steps=" << k.steps
-                                      << " block=" << k.block << " alg=" << AlgorithmName(alg));
+                                        << " block=" << k.block << " alg=" << AlgorithmName(alg));
       SamplerConfig c = Config(k.gen, k.steps, k.block, alg);
       c.eps = k.eps;
       EXPECT_EQ(RunCounts(c), DreamReference(k.gen, k.steps, k.block, k.eps));

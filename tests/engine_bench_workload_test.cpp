@@ -101,7 +101,8 @@ TEST(BenchWorkload, ZeroPrefixesTakesEveryQualifyingGroup) {
   // The default is every group with M = 4 usable requests.
   EXPECT_EQ(BuildWorkload(fx.suite, fx.ratios, {}).groups.size(), 8u);
   // Sweep with 0: every group of each half.
-  Workload sw = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 3, .band = RatioBand::kSweep});
+  Workload sw = BuildWorkload(fx.suite, fx.ratios,
+                              {.prefixes = 0, .per_prefix = 3, .band = RatioBand::kSweep});
   EXPECT_EQ(sw.groups.size(), 9u);
 }
 
@@ -115,15 +116,18 @@ TEST(BenchWorkload, SkipsUnusableSamplesAndSmallGroups) {
   EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 6, .per_prefix = 2}), Error);
   EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 1, .per_prefix = 4}), Error);
   EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = -1, .per_prefix = 1}), Error);
-  EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 4}), Error);  // no group has 4
+  EXPECT_THROW(BuildWorkload(fx.suite, fx.ratios, {.prefixes = 0, .per_prefix = 4}),
+               Error);  // no group has 4
   std::vector<double> short_list(3, 0.5);
   EXPECT_THROW(BuildWorkload(fx.suite, short_list, {}), Error);
 }
 
 TEST(BenchWorkload, RatioBandsSplitAtTheMedian) {
   Fixture fx = MakeSuite(4, 2);
-  Workload s = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 3, .per_prefix = 2, .band = RatioBand::kShort});
-  Workload l = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 3, .per_prefix = 2, .band = RatioBand::kLong});
+  Workload s = BuildWorkload(fx.suite, fx.ratios,
+                             {.prefixes = 3, .per_prefix = 2, .band = RatioBand::kShort});
+  Workload l = BuildWorkload(fx.suite, fx.ratios,
+                             {.prefixes = 3, .per_prefix = 2, .band = RatioBand::kLong});
   double max_short = 0, min_long = 1;
   for (const auto& g : s.groups) {
     max_short = std::max(max_short, g.ratio);
@@ -135,7 +139,8 @@ TEST(BenchWorkload, RatioBandsSplitAtTheMedian) {
   }
   EXPECT_LT(max_short, min_long);
 
-  Workload sw = BuildWorkload(fx.suite, fx.ratios, {.prefixes = 2, .per_prefix = 2, .band = RatioBand::kSweep});
+  Workload sw = BuildWorkload(fx.suite, fx.ratios,
+                              {.prefixes = 2, .per_prefix = 2, .band = RatioBand::kSweep});
   ASSERT_EQ(sw.groups.size(), 4u);
   EXPECT_EQ(sw.requests.size(), 8u);
   int shorts = 0;

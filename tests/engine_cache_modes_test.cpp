@@ -15,7 +15,8 @@ class EngineModesTest : public ::testing::Test {
  protected:
   void SetUp() override { lm_ = LoadedModel::Load(DataPath("golden/llada-tiny.gguf")); }
 
-  RequestOptions Options(const std::string& system, const std::string& user, const std::string& mode) {
+  RequestOptions Options(const std::string& system, const std::string& user,
+                         const std::string& mode) {
     Prompt p = lm_->ChatPrompt({{"system", system}, {"user", user}});
     RequestOptions o;
     o.prompt = p.tokens;
@@ -30,7 +31,8 @@ class EngineModesTest : public ::testing::Test {
   std::vector<int32_t> Run(Engine& e, const RequestOptions& o) { return e.Run(o).canvas; }
 
   std::unique_ptr<LoadedModel> lm_;
-  const std::string system_ = "You answer questions about a long shared document that many requests read.";
+  const std::string system_ =
+      "You answer questions about a long shared document that many requests read.";
 };
 
 TEST_F(EngineModesTest, FixedZeroEqualsNoneAndFixedAllLayersEqualsLlm) {
@@ -77,7 +79,8 @@ TEST_F(EngineModesTest, BicacheUsesTheTableDepthForTheRatio) {
   EXPECT_EQ(r.canvas, Run(e, Options(system_, "q", "fixed:2")));
   // Only layer 0 similar: depth 1 would rejoin at layer 1 with prefix-alone K/V there, so no reuse.
   EngineOptions eo0;
-  eo0.depth_table = DepthTable::FromBins({{0, 1, {0.999, 0.5}}}, 0.97, lm_->model().config().n_layer);
+  eo0.depth_table =
+      DepthTable::FromBins({{0, 1, {0.999, 0.5}}}, 0.97, lm_->model().config().n_layer);
   Engine e0(lm_->model(), std::move(eo0));
   EXPECT_EQ(e0.Run(Options(system_, "q", "bicache")).depth, 0);
 }
@@ -85,7 +88,8 @@ TEST_F(EngineModesTest, BicacheUsesTheTableDepthForTheRatio) {
 TEST_F(EngineModesTest, PinsReturnToZeroWhenRequestsAreCancelled) {
   Engine e(lm_->model(), {});
   for (int i = 0; i < 12; ++i) {
-    auto req = e.Start(Options(system_ + std::to_string(i % 3), "question " + std::to_string(i), "fixed:1"));
+    auto req = e.Start(
+        Options(system_ + std::to_string(i % 3), "question " + std::to_string(i), "fixed:1"));
     EXPECT_GT(e.cache_stats().total.bytes_pinned, 0u);
     // Every other request is cancelled after one step (dropped), the rest finish.
     Request* r = req.get();
@@ -139,7 +143,8 @@ TEST_F(EngineModesTest, OneBudgetIsSharedByEveryDepthStore) {
 
 TEST_F(EngineModesTest, BatchedRequestsGiveTheSameTextAsAlone) {
   Engine e(lm_->model(), {});
-  std::vector<RequestOptions> opts = {Options(system_, "a?", "fixed:1"), Options("other prefix", "b?", "none"),
+  std::vector<RequestOptions> opts = {Options(system_, "a?", "fixed:1"),
+                                      Options("other prefix", "b?", "none"),
                                       Options(system_, "a much longer question here?", "dual")};
   for (auto& o : opts) {
     o.sampler.temperature = 0.8f;
@@ -153,11 +158,13 @@ TEST_F(EngineModesTest, BatchedRequestsGiveTheSameTextAsAlone) {
   for (const auto& o : opts) reqs.push_back(e.Start(o));
   for (bool active = true; active;) {
     std::vector<Request*> batch;
-    for (auto& r : reqs) if (!r->done()) batch.push_back(r.get());
+    for (auto& r : reqs)
+      if (!r->done()) batch.push_back(r.get());
     active = !batch.empty();
     if (active) e.StepBatch(batch);
   }
-  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(reqs[i]->result().canvas, alone[i]) << "request " << i;
+  for (size_t i = 0; i < reqs.size(); ++i)
+    EXPECT_EQ(reqs[i]->result().canvas, alone[i]) << "request " << i;
 }
 
 TEST_F(EngineModesTest, DualCacheComputesFewerTokenLayers) {
@@ -226,8 +233,10 @@ TEST(DepthTableTest, MonotoneConservativeEnvelopeAndLookup) {
   // Depth = similar leading layers - 1 (the rejoin layer's prefix K/V are prefix-alone too), or
   // every layer when all are similar. 20%: 1 similar -> 0; 60%: all 3 -> 3 (noisy); 70%: 2 -> 1;
   // 90%: all -> 3. The envelope keeps 70%'s 1 from 60% up.
-  std::vector<CalibrationBin> bins = {{20, 3, {0.99, 0.90, 0.5}}, {60, 2, {0.99, 0.99, 0.99}},
-                                      {70, 2, {0.99, 0.98, 0.5}}, {90, 1, {0.99, 0.99, 0.99}}};
+  std::vector<CalibrationBin> bins = {{20, 3, {0.99, 0.90, 0.5}},
+                                      {60, 2, {0.99, 0.99, 0.99}},
+                                      {70, 2, {0.99, 0.98, 0.5}},
+                                      {90, 1, {0.99, 0.99, 0.99}}};
   DepthTable t = DepthTable::FromBins(bins, 0.97, 3);
   EXPECT_EQ(t.Lookup(0.10), 0);  // below the first point: no reuse
   EXPECT_EQ(t.Lookup(0.25), 0);

@@ -6,8 +6,8 @@
 #include <omp.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 
 #include "engine/loaded_model.h"
@@ -58,8 +58,9 @@ class SchedulerTest : public ::testing::Test {
 
   RequestOptions Options(int i) {
     static const char* kModes[] = {"fixed:1", "none", "dual", "llm"};
-    Prompt p = lm_->ChatPrompt({{"system", "Shared document number " + std::to_string(i % 3) + " that many read."},
-                                {"user", "question " + std::to_string(i) + std::string(i % 5, '?')}});
+    Prompt p = lm_->ChatPrompt(
+        {{"system", "Shared document number " + std::to_string(i % 3) + " that many read."},
+         {"user", "question " + std::to_string(i) + std::string(i % 5, '?')}});
     RequestOptions o;
     o.prompt = p.tokens;
     o.prefix_len = p.prefix_len;
@@ -226,7 +227,8 @@ TEST_F(SchedulerTest, TokenBudgetStillAdmitsAnOversizedRequestAlone) {
 // reached the worker and its forwards ran on every core).
 TEST_F(SchedulerTest, ThreadsOptionIsAppliedOnTheWorkerThread) {
 #ifdef BICACHE_TSAN_BUILD
-  GTEST_SKIP() << "more than one OpenMP thread would start uninstrumented libgomp workers under TSan";
+  GTEST_SKIP()
+      << "more than one OpenMP thread would start uninstrumented libgomp workers under TSan";
 #endif
   const int want = omp_get_max_threads() == 2 ? 3 : 2;  // differs from the process default
   Engine engine(lm_->model(), {});
@@ -247,7 +249,7 @@ TEST(ForwardThreads, SmallModelsRunOnOneThreadUnlessAsked) {
   big.d_model = 2 * kSmallModelDim;
   const char* env = std::getenv("OMP_NUM_THREADS");
   EXPECT_EQ(ForwardThreads(0, small), env ? 0 : 1);  // a user's OMP_NUM_THREADS wins over the rule
-  EXPECT_EQ(ForwardThreads(0, big), 0);              // OpenMP's default (OMP_NUM_THREADS or every core)
+  EXPECT_EQ(ForwardThreads(0, big), 0);  // OpenMP's default (OMP_NUM_THREADS or every core)
   EXPECT_EQ(ForwardThreads(3, small), 3);
   EXPECT_EQ(ForwardThreads(5, big), 5);
 }

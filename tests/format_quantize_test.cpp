@@ -89,7 +89,8 @@ TEST(FormatQuantize, SmallAndLargeMagnitudes) {
         err += (xs[i] - y[i]) * (xs[i] - y[i]);
         ref += xs[i] * xs[i];
       }
-      EXPECT_LT(std::sqrt(err / ref), tb.max_rel_rms * 1.3) << TensorTypeName(tb.type) << " scale " << scale;
+      EXPECT_LT(std::sqrt(err / ref), tb.max_rel_rms * 1.3)
+          << TensorTypeName(tb.type) << " scale " << scale;
     }
   }
 }
@@ -133,16 +134,20 @@ TEST(FormatQuantize, ConstantRows) {
   for (TensorType t : {TensorType::Q4_1, TensorType::Q5_1}) {
     std::vector<uint8_t> b(EncodedBytes(t, 256));
     EncodeRow(t, c.data(), 256, b.data());
-    EXPECT_EQ(HalfToFloat(static_cast<uint16_t>(b[0] | b[1] << 8)), 0.0f) << TensorTypeName(t);  // d
-    EXPECT_EQ(HalfToFloat(static_cast<uint16_t>(b[2] | b[3] << 8)), 0.75f) << TensorTypeName(t);  // m
+    EXPECT_EQ(HalfToFloat(static_cast<uint16_t>(b[0] | b[1] << 8)), 0.0f)
+        << TensorTypeName(t);  // d
+    EXPECT_EQ(HalfToFloat(static_cast<uint16_t>(b[2] | b[3] << 8)), 0.75f)
+        << TensorTypeName(t);  // m
     for (float v : RoundTrip(t, c)) ASSERT_EQ(v, 0.75f) << TensorTypeName(t);
   }
   for (const TypeBound& tb : kBounds) {
-    for (float v : RoundTrip(tb.type, c)) ASSERT_NEAR(v, 0.75f, 0.75f * 2e-3f) << TensorTypeName(tb.type);
+    for (float v : RoundTrip(tb.type, c))
+      ASSERT_NEAR(v, 0.75f, 0.75f * 2e-3f) << TensorTypeName(tb.type);
   }
   const std::vector<float> neg(256, -2.0f);
   for (const TypeBound& tb : kBounds) {
-    for (float v : RoundTrip(tb.type, neg)) ASSERT_NEAR(v, -2.0f, 2.0f * 2e-3f) << TensorTypeName(tb.type);
+    for (float v : RoundTrip(tb.type, neg))
+      ASSERT_NEAR(v, -2.0f, 2.0f * 2e-3f) << TensorTypeName(tb.type);
   }
 }
 
@@ -155,7 +160,8 @@ TEST(FormatQuantize, EveryPositionLandsInPlace) {
       x[k] = (k % 2) ? 1.5f : -1.5f;
       const std::vector<float> y = RoundTrip(tb.type, x);
       for (size_t i = 0; i < 256; ++i) {
-        ASSERT_NEAR(y[i], x[i], 1.5f * 3e-3f) << TensorTypeName(tb.type) << " spike at " << k << ", element " << i;
+        ASSERT_NEAR(y[i], x[i], 1.5f * 3e-3f)
+            << TensorTypeName(tb.type) << " spike at " << k << ", element " << i;
       }
     }
   }
@@ -171,10 +177,12 @@ TEST(FormatQuantize, BadRowLengthAndType) {
   EXPECT_NE(m.find("300"), std::string::npos) << m;
   EXPECT_NE(m.find("256"), std::string::npos) << m;
   EXPECT_NE(m.find("Q4_K"), std::string::npos) << m;
-  m = ErrorMessage(ErrorKind::kInvalidArgument, [&] { EncodeTensor(TensorType::Q5_1, std::vector<float>(40)); });
+  m = ErrorMessage(ErrorKind::kInvalidArgument,
+                   [&] { EncodeTensor(TensorType::Q5_1, std::vector<float>(40)); });
   EXPECT_NE(m.find("40"), std::string::npos) << m;
   EXPECT_NE(m.find("32"), std::string::npos) << m;
-  m = ErrorMessage(ErrorKind::kUnsupported, [&] { EncodeRow(TensorType::Q2_K, x.data(), 256, out.data()); });
+  m = ErrorMessage(ErrorKind::kUnsupported,
+                   [&] { EncodeRow(TensorType::Q2_K, x.data(), 256, out.data()); });
   EXPECT_NE(m.find("Q2_K"), std::string::npos) << m;
   EXPECT_TRUE(CanEncode(TensorType::Q6_K));
   EXPECT_FALSE(CanEncode(TensorType::IQ4_XS));
@@ -199,9 +207,13 @@ TEST(FormatQuantize, WriteStreamedMatchesToBytes) {
   GgufWriter whole = w;
   whole.AddTensor("m", TensorType::Q4_K, {256, 2}, EncodeTensor(TensorType::Q4_K, a));
   whole.AddTensorF32("v", {7}, b);
-  const auto path = std::filesystem::temp_directory_path() / ("bicache_ws_" + std::to_string(::getpid()) + ".gguf");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("bicache_ws_" + std::to_string(::getpid()) + ".gguf");
   w.WriteStreamed(path.string(), {{"m", TensorType::Q4_K, {256, 2}}, {"v", TensorType::F32, {7}}},
-                  [&](size_t i) { return i == 0 ? EncodeTensor(TensorType::Q4_K, a) : EncodeTensor(TensorType::F32, b); });
+                  [&](size_t i) {
+                    return i == 0 ? EncodeTensor(TensorType::Q4_K, a)
+                                  : EncodeTensor(TensorType::F32, b);
+                  });
   std::ifstream f(path, std::ios::binary);
   std::vector<uint8_t> got((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_EQ(got, whole.ToBytes());
@@ -210,7 +222,8 @@ TEST(FormatQuantize, WriteStreamedMatchesToBytes) {
   EXPECT_EQ(parsed.tensors().size(), 2u);
   // A producer returning the wrong size is refused, naming the tensor.
   std::string m = ErrorMessage(ErrorKind::kInvalidArgument, [&] {
-    w.WriteStreamed(path.string(), {{"m", TensorType::Q4_K, {256, 2}}}, [](size_t) { return std::vector<uint8_t>(5); });
+    w.WriteStreamed(path.string(), {{"m", TensorType::Q4_K, {256, 2}}},
+                    [](size_t) { return std::vector<uint8_t>(5); });
   });
   EXPECT_NE(m.find("'m'"), std::string::npos) << m;
   std::filesystem::remove(path);

@@ -45,7 +45,9 @@ TEST_P(FuzzReplay, CorpusAndRegressionsRunClean) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay, ::testing::ValuesIn(kTargets),
-                         [](const ::testing::TestParamInfo<Target>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<Target>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // Every GGUF bug class the reader defends against (tests/data/gguf_bad) through the whole-file
 // entry point as well: rejected cleanly, never a crash.

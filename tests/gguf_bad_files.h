@@ -23,9 +23,9 @@ Bytes KvRecord(const std::string& key, uint32_t value_type, const Bytes& value);
 
 struct RawTensorInfo {
   std::string name;
-  std::vector<uint64_t> ne;            // written as given
-  std::optional<uint32_t> n_dims;      // default ne.size(); set to lie about it
-  uint32_t type = 0;                   // ggml type number (0 = F32)
+  std::vector<uint64_t> ne;        // written as given
+  std::optional<uint32_t> n_dims;  // default ne.size(); set to lie about it
+  uint32_t type = 0;               // ggml type number (0 = F32)
   uint64_t offset = 0;
 };
 
@@ -44,7 +44,7 @@ struct RawGguf {
 };
 
 struct BadGguf {
-  std::string file_name;   // e.g. "bad_magic.gguf"
+  std::string file_name;  // e.g. "bad_magic.gguf"
   Bytes bytes;
   std::string expect_in_message;  // the key/tensor/field the error must name
 };

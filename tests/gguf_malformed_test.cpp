@@ -34,8 +34,8 @@ Bytes ValidWriterFile() {
   w.SetValue("llada.block_count", Value::U32(2));
   w.SetValue("tokenizer.ggml.tokens", Value::StrArray({"a", "bc", "<mask>"}));
   w.SetValue("tokenizer.ggml.scores", Value::F32Array({0.5f, -1.0f, 2.0f}));
-  w.SetValue("nested", Value::Array(ValueType::ARRAY, {Value::I32Array({1, 2}),
-                                                       Value::I32Array({3})}));
+  w.SetValue("nested",
+             Value::Array(ValueType::ARRAY, {Value::I32Array({1, 2}), Value::I32Array({3})}));
   std::vector<float> v(64, 0.25f);
   w.AddTensorF32("a", {8, 2}, std::span(v).first(16));
   w.AddTensor("b", TensorType::Q8_0, {32, 2}, EncodeTensor(TensorType::Q8_0, v));
@@ -47,22 +47,21 @@ class BadGgufTest : public ::testing::TestWithParam<testing::BadGguf> {};
 
 TEST_P(BadGgufTest, RejectedWithFormatErrorNamingTheCulprit) {
   const testing::BadGguf& bad = GetParam();
-  std::string message =
-      ErrorMessage(ErrorKind::kFormat, [&] { GgufFile::FromBytes(bad.bytes); });
+  std::string message = ErrorMessage(ErrorKind::kFormat, [&] { GgufFile::FromBytes(bad.bytes); });
   EXPECT_NE(message.find(bad.expect_in_message), std::string::npos)
       << bad.file_name << ": '" << message << "' does not mention '" << bad.expect_in_message
       << "'";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Classes, BadGgufTest, ::testing::ValuesIn(testing::MakeBadGgufFiles()),
-    [](const ::testing::TestParamInfo<testing::BadGguf>& info) {
-      std::string name = info.param.file_name.substr(0, info.param.file_name.find('.'));
-      for (char& c : name) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Classes, BadGgufTest, ::testing::ValuesIn(testing::MakeBadGgufFiles()),
+                         [](const ::testing::TestParamInfo<testing::BadGguf>& info) {
+                           std::string name =
+                               info.param.file_name.substr(0, info.param.file_name.find('.'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 TEST(GgufMalformedFiles, GeneratedFilesAreRejectedByOpenWithThePath) {
   fs::path dir = fs::path(::testing::TempDir()) / "gguf_bad_regenerated";
@@ -128,9 +127,15 @@ TEST(GgufMalformed, RandomByteEditsNeverEscapeAsOtherExceptions) {
     for (int e = 0; e < edits; ++e) {
       size_t pos = rng() % mutated.size();
       switch (rng() % 3) {
-        case 0: mutated[pos] = static_cast<uint8_t>(rng()); break;
-        case 1: mutated[pos] = 0xff; break;
-        default: mutated[pos] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
+        case 0:
+          mutated[pos] = static_cast<uint8_t>(rng());
+          break;
+        case 1:
+          mutated[pos] = 0xff;
+          break;
+        default:
+          mutated[pos] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
       }
     }
     try {
@@ -167,7 +172,8 @@ TEST(GgufMalformed, CountsLargerThanTheFileAreRejectedBeforeReading) {
 
 TEST(GgufMalformed, BigEndianVersionIsCalledOut) {
   Bytes bytes = ValidWriterFile();
-  bytes[4] = 0; bytes[7] = 3;
+  bytes[4] = 0;
+  bytes[7] = 3;
   std::string message = ErrorMessage(ErrorKind::kFormat, [&] { GgufFile::FromBytes(bytes); });
   EXPECT_NE(message.find("big-endian"), std::string::npos) << message;
 }
@@ -179,8 +185,7 @@ TEST(GgufMalformed, TooManyArrayElementsOverallIsRejectedBeforeAllocating) {
   Bytes value = testing::Concat({testing::LeU32(0), testing::LeU64(count)});
   value.resize(value.size() + count, 1);
   g.kvs.push_back(testing::KvRecord("huge.bytes", 9, value));
-  std::string message =
-      ErrorMessage(ErrorKind::kFormat, [&] { GgufFile::FromBytes(g.Build()); });
+  std::string message = ErrorMessage(ErrorKind::kFormat, [&] { GgufFile::FromBytes(g.Build()); });
   EXPECT_NE(message.find("huge.bytes"), std::string::npos) << message;
 }
 

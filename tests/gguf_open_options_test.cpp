@@ -1,5 +1,5 @@
-// GgufFile::Open's OpenOptions: a file read into memory (mmap = false) holds the same tensors as the
-// mapped one and stays valid after the file on disk is truncated; a missing file is still a kIo
+// GgufFile::Open's OpenOptions: a file read into memory (mmap = false) holds the same tensors as
+// the mapped one and stays valid after the file on disk is truncated; a missing file is still a kIo
 // error naming it with either option.
 #include <gtest/gtest.h>
 
@@ -20,8 +20,10 @@ namespace fs = std::filesystem;
 using bicache::testing::DataPath;
 
 TEST(GgufOpenOptions, ReadIntoMemoryEqualsMappedAndOutlivesTruncation) {
-  const fs::path copy = fs::temp_directory_path() / ("bicache-open-" + std::to_string(::getpid()) + ".gguf");
-  fs::copy_file(DataPath("golden/llada-tiny-q8_0.gguf"), copy, fs::copy_options::overwrite_existing);
+  const fs::path copy =
+      fs::temp_directory_path() / ("bicache-open-" + std::to_string(::getpid()) + ".gguf");
+  fs::copy_file(DataPath("golden/llada-tiny-q8_0.gguf"), copy,
+                fs::copy_options::overwrite_existing);
   const GgufFile mapped = GgufFile::Open(DataPath("golden/llada-tiny-q8_0.gguf"));
   OpenOptions read;
   read.mmap = false;

@@ -19,7 +19,8 @@ std::vector<uint8_t> OneTensorFile(TensorType type, uint64_t in) {
   TensorTypeLayout(type, &elems, &bytes);
   GgufWriter w;
   w.SetValue("general.architecture", Value::Str("llada"));
-  w.AddTensor("blk.0.ffn_up.weight", type, {in, 2}, std::vector<uint8_t>(in / elems * bytes * 2, 0));
+  w.AddTensor("blk.0.ffn_up.weight", type, {in, 2},
+              std::vector<uint8_t>(in / elems * bytes * 2, 0));
   return w.ToBytes();
 }
 
@@ -56,14 +57,18 @@ TEST(GgufQuantFiles, TruncatedBlocksAreAnError) {
     auto file = OneTensorFile(type, 256);
     file.resize(file.size() - 7);  // the last block loses its tail
     const std::string err = ErrorOf(file);
-    EXPECT_NE(err.find("blk.0.ffn_up.weight"), std::string::npos) << TensorTypeName(type) << ": " << err;
+    EXPECT_NE(err.find("blk.0.ffn_up.weight"), std::string::npos)
+        << TensorTypeName(type) << ": " << err;
     EXPECT_NE(err.find("extends past the end of the file"), std::string::npos) << err;
   }
 }
 
 TEST(GgufQuantFiles, UnreadableTypesAreNamed) {
   auto file = OneTensorFile(TensorType::F32, 256);
-  const struct { uint32_t raw; const char* name; } cases[] = {{16, "IQ2_XXS"}, {21, "IQ3_S"}, {35, "TQ2_0"}, {39, "MXFP4"}};
+  const struct {
+    uint32_t raw;
+    const char* name;
+  } cases[] = {{16, "IQ2_XXS"}, {21, "IQ3_S"}, {35, "TQ2_0"}, {39, "MXFP4"}};
   for (const auto& c : cases) {
     std::memcpy(&file[TypeFieldOffset(file)], &c.raw, 4);
     ErrorKind kind = ErrorKind::kInternal;
@@ -75,9 +80,10 @@ TEST(GgufQuantFiles, UnreadableTypesAreNamed) {
 }
 
 TEST(GgufQuantFiles, EveryReadableTypeParsesWithItsBlockSize) {
-  for (TensorType type : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                          TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
-                          TensorType::IQ4_NL, TensorType::IQ4_XS}) {
+  for (TensorType type :
+       {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
+        TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K,
+        TensorType::IQ4_NL, TensorType::IQ4_XS}) {
     const GgufFile f = GgufFile::FromBytes(OneTensorFile(type, 512));
     const TensorInfo* t = f.FindTensor("blk.0.ffn_up.weight");
     ASSERT_NE(t, nullptr);

@@ -31,8 +31,12 @@ uint16_t U16At(const std::vector<uint8_t>& b, size_t at) {
   return v;
 }
 
-uint16_t Half(float f) { return U16At(EncodeTensor(TensorType::F16, std::span(&f, 1)), 0); }
-uint16_t Bf16(float f) { return U16At(EncodeTensor(TensorType::BF16, std::span(&f, 1)), 0); }
+uint16_t Half(float f) {
+  return U16At(EncodeTensor(TensorType::F16, std::span(&f, 1)), 0);
+}
+uint16_t Bf16(float f) {
+  return U16At(EncodeTensor(TensorType::BF16, std::span(&f, 1)), 0);
+}
 float FromBits(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, 4);
@@ -70,10 +74,10 @@ TEST(GgufRoundTrip, EveryValueType) {
                                                        Scalar(ValueType::UINT8, 255, 0, 0)}));
   w.SetValue("arr_bool", Value::Array(ValueType::BOOL, {Value::Bool(true), Value::Bool(false)}));
   w.SetValue("arr_empty", Value::Array(ValueType::INT64, {}));
-  w.SetValue("arr_nested",
-             Value::Array(ValueType::ARRAY,
-                          {Value::Array(ValueType::ARRAY, {Value::StrArray({"x", "y"})}),
-                           Value::Array(ValueType::ARRAY, {})}));
+  w.SetValue(
+      "arr_nested",
+      Value::Array(ValueType::ARRAY, {Value::Array(ValueType::ARRAY, {Value::StrArray({"x", "y"})}),
+                                      Value::Array(ValueType::ARRAY, {})}));
 
   GgufFile f = GgufFile::FromBytes(w.ToBytes());
   EXPECT_EQ(f.version(), 3u);
@@ -143,13 +147,26 @@ TEST(GgufRoundTrip, EveryTensorType) {
     std::vector<uint64_t> ne;
   };
   const std::vector<Case> cases = {
-      {TensorType::F32, {3, 2}},   {TensorType::F16, {5}},        {TensorType::BF16, {2, 2, 2}},
-      {TensorType::Q8_0, {64, 2}}, {TensorType::Q4_0, {32, 1, 1, 3}}, {TensorType::Q4_1, {32}},
-      {TensorType::Q5_0, {64}},    {TensorType::Q5_1, {32, 2}},   {TensorType::Q8_1, {32}},
-      {TensorType::Q2_K, {256}},   {TensorType::Q3_K, {256, 2}},  {TensorType::Q4_K, {512}},
-      {TensorType::Q5_K, {256}},   {TensorType::Q6_K, {256, 3}},  {TensorType::Q8_K, {256}},
-      {TensorType::I8, {7}},       {TensorType::I16, {7}},        {TensorType::I32, {7}},
-      {TensorType::I64, {7}},      {TensorType::F64, {7}},
+      {TensorType::F32, {3, 2}},
+      {TensorType::F16, {5}},
+      {TensorType::BF16, {2, 2, 2}},
+      {TensorType::Q8_0, {64, 2}},
+      {TensorType::Q4_0, {32, 1, 1, 3}},
+      {TensorType::Q4_1, {32}},
+      {TensorType::Q5_0, {64}},
+      {TensorType::Q5_1, {32, 2}},
+      {TensorType::Q8_1, {32}},
+      {TensorType::Q2_K, {256}},
+      {TensorType::Q3_K, {256, 2}},
+      {TensorType::Q4_K, {512}},
+      {TensorType::Q5_K, {256}},
+      {TensorType::Q6_K, {256, 3}},
+      {TensorType::Q8_K, {256}},
+      {TensorType::I8, {7}},
+      {TensorType::I16, {7}},
+      {TensorType::I32, {7}},
+      {TensorType::I64, {7}},
+      {TensorType::F64, {7}},
   };
   GgufWriter w;
   std::vector<std::vector<uint8_t>> payloads;
@@ -254,8 +271,9 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
   m = ErrorMessage(ErrorKind::kInvalidArgument,
                    [&] { w.AddTensor("q", TensorType::Q8_0, {16}, std::vector<uint8_t>(17)); });
   EXPECT_NE(m.find("block size"), std::string::npos) << m;
-  m = ErrorMessage(ErrorKind::kInvalidArgument,
-                   [&] { w.AddTensor("z", TensorType::F32, {4, 0}, {}); });
+  m = ErrorMessage(ErrorKind::kInvalidArgument, [&] {
+    w.AddTensor("z", TensorType::F32, {4, 0}, {});
+  });
   EXPECT_NE(m.find("'z'"), std::string::npos) << m;
   m = ErrorMessage(ErrorKind::kInvalidArgument, [&] {
     w.AddTensor("d", TensorType::F32, {1, 1, 1, 1, 1}, std::vector<uint8_t>(4));
@@ -274,8 +292,7 @@ TEST(GgufWriter, RejectsInconsistentTensors) {
 
 TEST(GgufWriter, WriteToAnImpossiblePathIsAnIoError) {
   GgufWriter w;
-  std::string m =
-      ErrorMessage(ErrorKind::kIo, [&] { w.Write("/nonexistent-dir/sub/out.gguf"); });
+  std::string m = ErrorMessage(ErrorKind::kIo, [&] { w.Write("/nonexistent-dir/sub/out.gguf"); });
   EXPECT_NE(m.find("/nonexistent-dir/sub/out.gguf"), std::string::npos) << m;
 }
 
@@ -399,8 +416,9 @@ TEST(GgufEncode, Q4_0BlockLayout) {
   std::vector<uint8_t> zeros = EncodeTensor(TensorType::Q4_0, std::vector<float>(32, 0.0f));
   EXPECT_EQ(HalfToFloat(U16At(zeros, 0)), 0.0f);  // -0 like ggml (0 / -8)
   for (int j = 0; j < 16; ++j) EXPECT_EQ(zeros[2 + j], 0x88);
-  ErrorMessage(ErrorKind::kUnsupported,
-               [&] { EncodeTensor(TensorType::Q2_K, std::vector<float>(256)); });  // Q4_K etc.: format_quantize_test
+  ErrorMessage(ErrorKind::kUnsupported, [&] {
+    EncodeTensor(TensorType::Q2_K, std::vector<float>(256));
+  });  // Q4_K etc.: format_quantize_test
 }
 
 TEST(GgufTypes, NamesAndLayouts) {

@@ -76,9 +76,8 @@ int Compare(const GoldenType& t, const char* what, const std::vector<float>& got
       const size_t i = b * t.block_elems + j;
       if (std::memcmp(&got[i], &want[i], 4) == 0) continue;
       ++inexact;
-      const bool ok = std::isfinite(got[i]) &&
-                      (UlpDistance(got[i], want[i]) <= 1 ||
-                       std::fabs(got[i] - want[i]) <= 1e-6f * block_max);
+      const bool ok = std::isfinite(got[i]) && (UlpDistance(got[i], want[i]) <= 1 ||
+                                                std::fabs(got[i] - want[i]) <= 1e-6f * block_max);
       if (!ok && ++failures <= 8)
         ADD_FAILURE() << t.name << " " << what << ": value " << i << " (block " << b << ") got "
                       << got[i] << " want " << want[i];
@@ -111,8 +110,10 @@ TEST_P(DequantGolden, MatchesGgufPy) {
   DequantizeRow(t.type, blocks.data(), got.data(), kValues);
   const int simd_inexact = Compare(t, "dispatched, whole row", got, want);
   if (ref_inexact + simd_inexact > 0)
-    std::printf("[   INFO   ] %s: %d (ref) / %d (dispatched) of %zu values within tolerance, "
-                "not bit-exact\n", t.name, ref_inexact, simd_inexact, kValues);
+    std::printf(
+        "[   INFO   ] %s: %d (ref) / %d (dispatched) of %zu values within tolerance, "
+        "not bit-exact\n",
+        t.name, ref_inexact, simd_inexact, kValues);
 
   // Block by block from an odd address (GGUF tensor data is only 32-byte aligned as a whole;
   // a row of a type with odd block bytes starts anywhere).

@@ -26,9 +26,11 @@ std::vector<uint8_t> RandomQ8_0(size_t out, size_t in, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> w(out * in / 32 * 34);
   for (size_t b = 0; b < w.size() / 34; ++b) {
-    const auto h = static_cast<uint16_t>((rng() & 0x8000) | ((6 + rng() % 8) << 10) | (rng() & 0x3FF));
+    const auto h =
+        static_cast<uint16_t>((rng() & 0x8000) | ((6 + rng() % 8) << 10) | (rng() & 0x3FF));
     std::memcpy(&w[b * 34], &h, 2);
-    for (size_t j = 0; j < 32; ++j) w[b * 34 + 2 + j] = static_cast<uint8_t>(j == 0 ? 0x81 : j == 1 ? 0x7F : rng());
+    for (size_t j = 0; j < 32; ++j)
+      w[b * 34 + 2 + j] = static_cast<uint8_t>(j == 0 ? 0x81 : j == 1 ? 0x7F : rng());
   }
   return w;
 }
@@ -42,9 +44,10 @@ std::vector<float> RandomRows(size_t n, size_t in, uint32_t seed) {
   return x;
 }
 
-#define SKIP_WITHOUT_VNNI()                                                                          \
-  if (!Int8RouteAvailable()) GTEST_SKIP() << "no int8 route here (AVX512-VNNI missing, f32 path, or " \
-                                             "BICACHE_INT8=0)"
+#define SKIP_WITHOUT_VNNI()                                                \
+  if (!Int8RouteAvailable())                                               \
+  GTEST_SKIP() << "no int8 route here (AVX512-VNNI missing, f32 path, or " \
+                  "BICACHE_INT8=0)"
 
 TEST(KernelsInt8, ActivationQuantizationMatchesScalarRule) {
   SKIP_WITHOUT_VNNI();
@@ -97,8 +100,10 @@ TEST(KernelsInt8, ProductMatchesScalarTwinAndExactProduct) {
           rounding += wsum * amax / 254.0;
         }
         const size_t at = r * out + o;
-        ASSERT_NEAR(got[at], twin[at], 1e-5 * mag + 1e-7) << "n=" << n << " [" << r << ", " << o << "]";
-        ASSERT_NEAR(got[at], exact, rounding * 1.001 + 1e-5 * mag) << "n=" << n << " [" << r << ", " << o << "]";
+        ASSERT_NEAR(got[at], twin[at], 1e-5 * mag + 1e-7)
+            << "n=" << n << " [" << r << ", " << o << "]";
+        ASSERT_NEAR(got[at], exact, rounding * 1.001 + 1e-5 * mag)
+            << "n=" << n << " [" << r << ", " << o << "]";
       }
     }
   }
@@ -108,20 +113,24 @@ TEST(KernelsInt8, LinearTakesTheRouteForQ8_0) {
   SKIP_WITHOUT_VNNI();
   const size_t in = 128, out = 40, n = 9;
   const auto w = RandomQ8_0(out, in, 3);
-  const Linear lin = Linear::FromTensor(bicache::testing::MakeMatrixTensor(TensorType::Q8_0, in, out, w));
+  const Linear lin =
+      Linear::FromTensor(bicache::testing::MakeMatrixTensor(TensorType::Q8_0, in, out, w));
   const auto x = RandomRows(n, in, 4);
   std::vector<float> got(n * out), twin(n * out);
   lin.Forward(x.data(), n, got.data());
   ref::Q8_0ProductInt8(x.data(), n, in, w.data(), in / 32 * 34, out, twin.data());
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], twin[i], 1e-4f * (1.0f + std::fabs(twin[i]))) << i;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], twin[i], 1e-4f * (1.0f + std::fabs(twin[i]))) << i;
 }
 
 TEST(KernelsInt8, BadShapesAreErrors) {
   SKIP_WITHOUT_VNNI();
   std::vector<float> x(64), y(64);
   std::vector<uint8_t> w(68);
-  EXPECT_THROW(Int8ForwardQ8_0(x.data(), 1, 48, w.data(), 51, 1, y.data()), Error);  // 48 is not whole blocks
-  EXPECT_THROW(Int8ForwardQ8_0(x.data(), 1, 64, w.data(), 60, 1, y.data()), Error);  // wrong row size
+  EXPECT_THROW(Int8ForwardQ8_0(x.data(), 1, 48, w.data(), 51, 1, y.data()),
+               Error);  // 48 is not whole blocks
+  EXPECT_THROW(Int8ForwardQ8_0(x.data(), 1, 64, w.data(), 60, 1, y.data()),
+               Error);  // wrong row size
 }
 
 }  // namespace

@@ -93,7 +93,8 @@ TEST(KernelsMatmul, DequantizeQ8_0KnownValues) {
   PutHalf(buf, 0.5f);
   for (int j = 0; j < 32; ++j) buf.push_back(static_cast<uint8_t>(static_cast<int8_t>(j - 16)));
   PutHalf(buf, -0.25f);
-  for (int j = 0; j < 32; ++j) buf.push_back(static_cast<uint8_t>(static_cast<int8_t>(127 - 8 * j)));
+  for (int j = 0; j < 32; ++j)
+    buf.push_back(static_cast<uint8_t>(static_cast<int8_t>(127 - 8 * j)));
   std::vector<float> got(64), want(64);
   DequantizeRow(TensorType::Q8_0, buf.data() + 1, got.data(), 64);
   for (int j = 0; j < 32; ++j) {
@@ -161,7 +162,8 @@ TEST(KernelsMatmul, LinearFromF32MatchesReference) {
     const Linear lin = Linear::FromF32(w.data(), out, in);
     EXPECT_EQ(lin.in(), in);
     EXPECT_EQ(lin.out(), out);
-    for (size_t n : {1, 3, 63, 64, 200}) ExpectMatchesReference(lin, w, n, static_cast<uint32_t>(n));
+    for (size_t n : {1, 3, 63, 64, 200})
+      ExpectMatchesReference(lin, w, n, static_cast<uint32_t>(n));
   }
 }
 
@@ -203,9 +205,11 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
   const auto x = Random(n * in, 9);
   std::vector<float> want(n * out);
   Linear::FromF32(w.data(), out, in).Forward(x.data(), n, want.data());
-  const std::pair<TensorType, const std::vector<uint8_t>*> cases[] = {
-      {TensorType::F32, &f32}, {TensorType::F16, &f16}, {TensorType::BF16, &bf16},
-      {TensorType::Q8_0, &q8}, {TensorType::Q4_0, &q4}};
+  const std::pair<TensorType, const std::vector<uint8_t>*> cases[] = {{TensorType::F32, &f32},
+                                                                      {TensorType::F16, &f16},
+                                                                      {TensorType::BF16, &bf16},
+                                                                      {TensorType::Q8_0, &q8},
+                                                                      {TensorType::Q4_0, &q4}};
   for (auto [type, bytes] : cases) {
     const Linear lin = Linear::FromTensor(MakeMatrixTensor(type, in, out, *bytes));
     ASSERT_EQ(lin.in(), in);
@@ -216,7 +220,8 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
       // Q8_0 takes the int8 route (activations rounded to 8 bits per block): its own twin.
       std::vector<float> twin(n * out);
       ref::Q8_0ProductInt8(x.data(), n, in, q8.data(), in / 32 * 34, out, twin.data());
-      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], twin[i], 1e-5f * (1.0f + std::fabs(twin[i]))) << i;
+      for (size_t i = 0; i < y.size(); ++i)
+        EXPECT_NEAR(y[i], twin[i], 1e-5f * (1.0f + std::fabs(twin[i]))) << i;
       continue;
     }
     EXPECT_EQ(y, want) << "type " << static_cast<int>(type);
@@ -291,7 +296,8 @@ TEST(KernelsMatmul, PrecisionOverrideParses) {
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -299,7 +305,8 @@ TEST(KernelsMatmul, PrecisionOverrideParses) {
 TEST(KernelsMatmul, ActivePrecisionFollowsOverrideOrProbe) {
   const char* env = std::getenv("BICACHE_MATMUL");
   const auto forced = ParseMatmulPrecision(env == nullptr ? "" : env);
-  const auto want = forced ? *forced : (Bf16MatmulAvailable() ? MatmulPrecision::kBf16 : MatmulPrecision::kF32);
+  const auto want =
+      forced ? *forced : (Bf16MatmulAvailable() ? MatmulPrecision::kBf16 : MatmulPrecision::kF32);
   EXPECT_EQ(ActiveMatmulPrecision(), want) << "BICACHE_MATMUL=" << (env ? env : "(unset)");
   EXPECT_STREQ(MatmulPrecisionName(MatmulPrecision::kF32), "f32");
   EXPECT_STREQ(MatmulPrecisionName(MatmulPrecision::kBf16), "bf16");

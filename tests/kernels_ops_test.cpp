@@ -98,9 +98,9 @@ TEST(KernelsOps, SoftmaxMatchesReferenceAndIsStable) {
     for (float p : x) sum += p;
     EXPECT_NEAR(sum, 1.0, 1e-5);
   }
-  std::vector<float> big = {1000.0f, 999.0f, 1000.0f, -1000.0f, 998.0f, 1000.0f, 0.0f, 1.0f,
-                            1000.0f, 1000.0f, 1000.0f, 1000.0f, 1000.0f, 1000.0f, 1000.0f,
-                            1000.0f, 1000.0f, 3.0f};
+  std::vector<float> big = {1000.0f, 999.0f,  1000.0f, -1000.0f, 998.0f,  1000.0f,
+                            0.0f,    1.0f,    1000.0f, 1000.0f,  1000.0f, 1000.0f,
+                            1000.0f, 1000.0f, 1000.0f, 1000.0f,  1000.0f, 3.0f};
   auto want = big;
   Softmax(big.data(), big.size());
   ref::Softmax(want.data(), want.size());
@@ -164,7 +164,7 @@ TEST(KernelsOps, HalfConversionsCoverEveryBitPattern) {
   EXPECT_EQ(ref::F32FromF16(0x3C00), 1.0f);
   EXPECT_EQ(ref::F32FromF16(0xC000), -2.0f);
   EXPECT_EQ(ref::F32FromF16(0x7BFF), 65504.0f);
-  EXPECT_EQ(ref::F32FromF16(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(ref::F32FromF16(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(ref::F32FromF16(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_EQ(ref::F32FromF16(0x7C00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(ref::F32FromF16(0xFC00), -std::numeric_limits<float>::infinity());
@@ -266,12 +266,12 @@ void CheckAttention(const AttnCase& c, float q_scale = 1.0f) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
   Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd,
             scale, got.data(), os);
-  ref::Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head,
-                 c.hd, scale, want.data(), os);
+  ref::Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd,
+                 scale, want.data(), os);
   const std::string what = "attention n_q=" + std::to_string(c.n_q) +
-                           " n_kv=" + std::to_string(c.n_kv) + " heads=" +
-                           std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) +
-                           " hd=" + std::to_string(c.hd);
+                           " n_kv=" + std::to_string(c.n_kv) +
+                           " heads=" + std::to_string(c.n_head) + "/" +
+                           std::to_string(c.n_kv_head) + " hd=" + std::to_string(c.hd);
   ExpectNear(got, want, 1e-5f, 1e-5f, what);  // padding columns must still hold the sentinel
 }
 
@@ -296,17 +296,21 @@ void CheckAttentionGemm(const AttnCase& c, float q_scale = 1.0f) {
   auto q = Random(c.n_q * qs, seed, -q_scale, q_scale);
   auto k = Random(c.n_kv * kvs, seed + 1), v = Random(c.n_kv * kvs, seed + 2);
   const float sentinel = 12345.0f;
-  std::vector<float> got(c.n_q * os, sentinel), want(c.n_q * os, sentinel), exact(c.n_q * os, sentinel);
+  std::vector<float> got(c.n_q * os, sentinel), want(c.n_q * os, sentinel),
+      exact(c.n_q * os, sentinel);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
-  Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale, got.data(), os);
-  ref::AttentionBf16(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale,
-                     want.data(), os);
-  ref::Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd, scale,
-                 exact.data(), os);
-  const std::string what = "gemm attention n_q=" + std::to_string(c.n_q) + " n_kv=" + std::to_string(c.n_kv) +
-                           " heads=" + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) +
-                           " hd=" + std::to_string(c.hd);
-  ExpectNear(got, want, 5e-3f, 2e-3f, what + " vs bf16 reference");  // padding columns keep the sentinel
+  Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd,
+            scale, got.data(), os);
+  ref::AttentionBf16(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head,
+                     c.hd, scale, want.data(), os);
+  ref::Attention(q.data(), c.n_q, qs, k.data(), v.data(), c.n_kv, kvs, c.n_head, c.n_kv_head, c.hd,
+                 scale, exact.data(), os);
+  const std::string what = "gemm attention n_q=" + std::to_string(c.n_q) +
+                           " n_kv=" + std::to_string(c.n_kv) +
+                           " heads=" + std::to_string(c.n_head) + "/" +
+                           std::to_string(c.n_kv_head) + " hd=" + std::to_string(c.hd);
+  ExpectNear(got, want, 5e-3f, 2e-3f,
+             what + " vs bf16 reference");  // padding columns keep the sentinel
   ExpectNear(got, exact, 3e-2f, 2e-2f, what + " vs fp32 reference");
 }
 
@@ -336,8 +340,10 @@ TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
     for (size_t n : split) n_kv += n;
     for (size_t n_q : {1, 8, 40, 70}) {
       const uint32_t seed = static_cast<uint32_t>(n_kv * 7 + n_q);
-      auto q = Random(n_q * qs, seed), k = Random(n_kv * kvs, seed + 1), v = Random(n_kv * kvs, seed + 2);
-      // Each piece copied into a buffer of its own, so a read outside a piece would hit other memory.
+      auto q = Random(n_q * qs, seed), k = Random(n_kv * kvs, seed + 1),
+           v = Random(n_kv * kvs, seed + 2);
+      // Each piece copied into a buffer of its own, so a read outside a piece would hit other
+      // memory.
       std::vector<std::vector<float>> kb, vb;
       std::vector<KvSegment> segs;
       size_t row = 0;
@@ -346,13 +352,16 @@ TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
         vb.emplace_back(v.begin() + row * kvs, v.begin() + (row + n) * kvs);
         row += n;
       }
-      for (size_t i = 0; i < split.size(); ++i) segs.push_back({kb[i].data(), vb[i].data(), split[i]});
+      for (size_t i = 0; i < split.size(); ++i)
+        segs.push_back({kb[i].data(), vb[i].data(), split[i]});
       std::vector<float> got(n_q * qs), want(n_q * qs);
-      AttentionSegments(q.data(), n_q, qs, segs, kvs, n_head, n_kv_head, hd, 0.125f, got.data(), qs);
+      AttentionSegments(q.data(), n_q, qs, segs, kvs, n_head, n_kv_head, hd, 0.125f, got.data(),
+                        qs);
       const bool gemm = n_q >= kAttentionGemmMinRows && n_kv >= kAttentionGemmMinKv;
-      (gemm ? ref::AttentionBf16 : ref::Attention)(q.data(), n_q, qs, k.data(), v.data(), n_kv, kvs, n_head,
-                                                   n_kv_head, hd, 0.125f, want.data(), qs);
-      ExpectNear(got, want, gemm ? 5e-3f : 1e-5f, gemm ? 2e-3f : 1e-5f, "attention segments n_q=" + std::to_string(n_q));
+      (gemm ? ref::AttentionBf16 : ref::Attention)(q.data(), n_q, qs, k.data(), v.data(), n_kv, kvs,
+                                                   n_head, n_kv_head, hd, 0.125f, want.data(), qs);
+      ExpectNear(got, want, gemm ? 5e-3f : 1e-5f, gemm ? 2e-3f : 1e-5f,
+                 "attention segments n_q=" + std::to_string(n_q));
     }
   }
 }
@@ -360,7 +369,8 @@ TEST(KernelsOps, AttentionSegmentsMatchReferenceOnTheConcatenation) {
 TEST(KernelsOps, AttentionSegmentsRejectTooManyPieces) {
   std::vector<float> q(64), k(64), v(64), out(64);
   std::vector<KvSegment> segs(kMaxKvSegments + 1, KvSegment{k.data(), v.data(), 1});
-  EXPECT_THROW(AttentionSegments(q.data(), 1, 64, segs, 64, 1, 1, 64, 0.125f, out.data(), 64), Error);
+  EXPECT_THROW(AttentionSegments(q.data(), 1, 64, segs, 64, 1, 1, 64, 0.125f, out.data(), 64),
+               Error);
 }
 
 TEST(KernelsOps, AttentionWithOneKvTokenReturnsV) {

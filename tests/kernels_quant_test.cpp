@@ -22,19 +22,27 @@ namespace {
 
 using format::TensorType;
 
-constexpr TensorType kBlockTypes[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                      TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
-                                      TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
+constexpr TensorType kBlockTypes[] = {TensorType::Q4_0, TensorType::Q4_1,   TensorType::Q5_0,
+                                      TensorType::Q5_1, TensorType::Q8_0,   TensorType::Q2_K,
+                                      TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,
+                                      TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 // Byte offsets of the f16 scale fields inside one block of `type` (d, and dmin / m where present).
 std::vector<size_t> HalfFields(TensorType type) {
   switch (type) {
-    case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
+    case TensorType::Q4_1:
+    case TensorType::Q5_1:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
       return {0, 2};
-    case TensorType::Q2_K: return {80, 82};
-    case TensorType::Q3_K: return {108};
-    case TensorType::Q6_K: return {208};
-    default: return {0};
+    case TensorType::Q2_K:
+      return {80, 82};
+    case TensorType::Q3_K:
+      return {108};
+    case TensorType::Q6_K:
+      return {208};
+    default:
+      return {0};
   }
 }
 
@@ -48,7 +56,8 @@ std::vector<uint8_t> RandomBlocks(TensorType type, size_t n_blocks, uint32_t see
   for (size_t i = 0; i < n_blocks; ++i) {
     for (size_t off : HalfFields(type)) {
       // exponent 6..13 (2^-9 .. 2^-2), random mantissa and sign
-      const auto h = static_cast<uint16_t>((rng() & 0x8000) | ((6 + rng() % 8) << 10) | (rng() & 0x3FF));
+      const auto h =
+          static_cast<uint16_t>((rng() & 0x8000) | ((6 + rng() % 8) << 10) | (rng() & 0x3FF));
       std::memcpy(&buf[i * bytes + off], &h, 2);
     }
   }
@@ -61,7 +70,8 @@ uint64_t BlockElems(TensorType type) {
   return elems;
 }
 
-// Within one float ulp: the vectorised decoders may fuse a multiply-add the scalar twin rounds twice.
+// Within one float ulp: the vectorised decoders may fuse a multiply-add the scalar twin rounds
+// twice.
 void ExpectUlpClose(float got, float want, const std::string& where) {
   const float tol = std::fabs(want) * 1.2e-7f + 1e-30f;
   ASSERT_NEAR(got, want, tol) << where;
@@ -79,11 +89,13 @@ TEST(KernelsQuant, EveryTypeOnEverySimdTargetMatchesScalarTwin) {
       const size_t n = 2 * 256;  // two super-blocks, sixteen 32-blocks
       const auto blocks = RandomBlocks(type, n / BlockElems(type), 7 + static_cast<uint32_t>(type));
       std::vector<uint8_t> unaligned(blocks.size() + 1);
-      std::memcpy(unaligned.data() + 1, blocks.data(), blocks.size());  // mapped rows need not be aligned
+      std::memcpy(unaligned.data() + 1, blocks.data(),
+                  blocks.size());  // mapped rows need not be aligned
       std::vector<float> got(n), want(n);
       ref::DequantizeRow(type, blocks.data(), want.data(), n);
       DequantizeRow(type, unaligned.data() + 1, got.data(), n);
-      for (size_t i = 0; i < n; ++i) ExpectUlpClose(got[i], want[i], "element " + std::to_string(i));
+      for (size_t i = 0; i < n; ++i)
+        ExpectUlpClose(got[i], want[i], "element " + std::to_string(i));
       std::vector<uint16_t> got16(n);
       DequantizeRowBf16(type, blocks.data(), got16.data(), n);
       for (size_t i = 0; i < n; ++i) {
@@ -123,7 +135,8 @@ TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
   for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::IQ4_XS,
                           TensorType::Q5_0, TensorType::BF16}) {
     SCOPED_TRACE(format::TensorTypeName(type));
-    if (type == TensorType::Q8_0 && Int8RouteAvailable()) continue;  // the int8 route: kernels_int8_test.cpp
+    if (type == TensorType::Q8_0 && Int8RouteAvailable())
+      continue;  // the int8 route: kernels_int8_test.cpp
     std::vector<uint8_t> bytes;
     if (type == TensorType::BF16) {
       std::mt19937 rng(3);
@@ -138,7 +151,8 @@ TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
     }
     std::vector<float> w(in * out);
     ref::DequantizeRow(type, bytes.data(), w.data(), in * out);
-    const Linear quantized = Linear::FromTensor(MakeMatrixTensor(type, in, out, bytes, "blk.0.ffn_up.weight"));
+    const Linear quantized =
+        Linear::FromTensor(MakeMatrixTensor(type, in, out, bytes, "blk.0.ffn_up.weight"));
     const Linear dense = Linear::FromF32(w.data(), out, in);
     EXPECT_EQ(quantized.storage_type(), type);
     EXPECT_EQ(quantized.owned_bytes(), 0u);  // read in place, never expanded
@@ -154,7 +168,8 @@ TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
         for (size_t o = 0; o < out; ++o) {
           double mag = 0;
           for (size_t i = 0; i < in; ++i) mag += std::fabs(x[r * in + i] * w[o * in + i]);
-          ASSERT_NEAR(a[r * out + o], b[r * out + o], 1e-5 * mag + 1e-6) << "n=" << n << " at [" << r << ", " << o << "]";
+          ASSERT_NEAR(a[r * out + o], b[r * out + o], 1e-5 * mag + 1e-6)
+              << "n=" << n << " at [" << r << ", " << o << "]";
         }
       }
     }

@@ -22,7 +22,8 @@ nlohmann::json Golden() {
   return nlohmann::json::parse(f);
 }
 
-std::vector<float> FullLogits(const Model& m, const std::vector<int32_t>& toks, SeqKv* capture = nullptr) {
+std::vector<float> FullLogits(const Model& m, const std::vector<int32_t>& toks,
+                              SeqKv* capture = nullptr) {
   std::vector<float> out(toks.size() * m.config().n_vocab);
   SeqPlan p;
   p.tokens = toks;
@@ -55,15 +56,18 @@ TEST(ModelGolden, EveryGoldenFileMatchesTheReference) {
     const int V = g["n_vocab"];
     ASSERT_EQ(m->config().n_vocab, V);
     EXPECT_EQ(m->config().shift_logits, g["shift_logits"].get<bool>());
-    const std::vector<float> ref = bicache::testing::ReadF32File(DataPath("golden/" + g["logits"].get<std::string>()));
+    const std::vector<float> ref =
+        bicache::testing::ReadF32File(DataPath("golden/" + g["logits"].get<std::string>()));
     ASSERT_EQ(ref.size(), toks.size() * V);
     const std::vector<float> got = FullLogits(*m, toks);
     // Matmuls run in bf16 (8-bit mantissa) with f32 accumulation; logits have std ~2. Q8_0 weights
     // on the int8 route (kernels/int8_gemm.h) also round the activations to 8 bits per 32-block,
     // as llama.cpp does: measured 0.132 there, hence its own bound.
-    const bool int8 = m->layers()[0].w_up.storage_type() == format::TensorType::Q8_0 && kernels::Int8RouteAvailable();
+    const bool int8 = m->layers()[0].w_up.storage_type() == format::TensorType::Q8_0 &&
+                      kernels::Int8RouteAvailable();
     const float err = MaxAbsDiff(got.data(), ref.data(), ref.size());
-    std::printf("  %s: max abs error %.4f%s\n", g["file"].get<std::string>().c_str(), err, int8 ? " (int8 route)" : "");
+    std::printf("  %s: max abs error %.4f%s\n", g["file"].get<std::string>().c_str(), err,
+                int8 ? " (int8 route)" : "");
     EXPECT_LT(err, int8 ? 0.2f : 0.12f);
     int agree = 0;
     for (size_t r = 0; r < toks.size(); ++r) {
@@ -119,7 +123,8 @@ TEST_P(ForwardPlanTest, PartialPlanWithExactCacheEqualsFullForward) {
   for (int depth = 1; depth <= L; ++depth) {
     for (auto [cb, ce] : {std::pair{5, n}, std::pair{8, 11}}) {
       if (depth < L && ce != n) continue;  // a middle window rejoins only in dual mode (depth L)
-      SCOPED_TRACE("depth " + std::to_string(depth) + " range " + std::to_string(cb) + ".." + std::to_string(ce));
+      SCOPED_TRACE("depth " + std::to_string(depth) + " range " + std::to_string(cb) + ".." +
+                   std::to_string(ce));
       std::vector<float> out(static_cast<size_t>(ce - cb) * V);
       SeqPlan p;
       p.tokens = toks;
@@ -156,8 +161,11 @@ TEST_P(ForwardPlanTest, InvalidPlansAreRejectedWithAMessage) {
   EXPECT_THROW(Forward(*m, {&q, 1}), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ForwardPlanTest, ::testing::Values("llada-tiny.gguf", "dream-tiny.gguf"),
-                         [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
+INSTANTIATE_TEST_SUITE_P(Golden, ForwardPlanTest,
+                         ::testing::Values("llada-tiny.gguf", "dream-tiny.gguf"),
+                         [](const auto& info) {
+                           return info.param.substr(0, info.param.find('-'));
+                         });
 
 }  // namespace
 }  // namespace bicache::model

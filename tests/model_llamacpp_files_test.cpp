@@ -69,10 +69,10 @@ struct TypeBound {
   float rms;
 };
 const TypeBound kBounds[] = {
-    {"random-llada-bf16.gguf", 0.0f, 0.0f},  {"random-llada-q8_0.gguf", 0.10f, 0.025f},
-    {"random-llada-q6_k.gguf", 0.25f, 0.06f},  {"random-llada-q5_k_m.gguf", 0.40f, 0.10f},
+    {"random-llada-bf16.gguf", 0.0f, 0.0f},     {"random-llada-q8_0.gguf", 0.10f, 0.025f},
+    {"random-llada-q6_k.gguf", 0.25f, 0.06f},   {"random-llada-q5_k_m.gguf", 0.40f, 0.10f},
     {"random-llada-q4_k_m.gguf", 0.70f, 0.17f}, {"random-llada-legacy-mix.gguf", 0.70f, 0.17f},
-    {"random-llada-q4_0.gguf", 0.80f, 0.21f},  {"random-llada-iq4_xs.gguf", 0.80f, 0.20f},
+    {"random-llada-q4_0.gguf", 0.80f, 0.21f},   {"random-llada-iq4_xs.gguf", 0.80f, 0.20f},
     {"random-llada-q3_k_m.gguf", 1.30f, 0.36f}, {"random-llada-q2_k.gguf", 2.50f, 0.62f},
 };
 
@@ -106,16 +106,17 @@ TEST(ModelLlamaCppFiles, QuantizedFilesLoadAndMatch) {
     ASSERT_NO_THROW(m = Model::Load(DataPath("llamacpp/" + file)));
     ASSERT_EQ(m->config().n_vocab, base_model->config().n_vocab);
     const std::vector<float> got = Logits(*m, toks);
-    const std::vector<float> ref =
-        bicache::testing::ReadF32File(DataPath("llamacpp/" + e.at("ref_logits").get<std::string>()));
+    const std::vector<float> ref = bicache::testing::ReadF32File(
+        DataPath("llamacpp/" + e.at("ref_logits").get<std::string>()));
     const std::vector<float> llama = bicache::testing::ReadF32File(
         DataPath("llamacpp/" + e.at("llama_logits").get<std::string>()));
     ASSERT_EQ(ref.size(), got.size());
     ASSERT_EQ(llama.size(), got.size());
     const float vs_ref = MaxAbsDiff(got, ref), vs_llama = MaxAbsDiff(got, llama);
     const float vs_base = MaxAbsDiff(got, base), rms_base = RmsDiff(got, base);
-    std::printf("  %-30s vs reference %.4f  vs llama.cpp %.4f  vs bf16 original max %.4f rms %.4f\n",
-                file.c_str(), vs_ref, vs_llama, vs_base, rms_base);
+    std::printf(
+        "  %-30s vs reference %.4f  vs llama.cpp %.4f  vs bf16 original max %.4f rms %.4f\n",
+        file.c_str(), vs_ref, vs_llama, vs_base, rms_base);
     // bf16 matmuls on logits of std ~1 (the golden test allows 0.12 on std ~2).
     EXPECT_LT(vs_ref, 0.08f);
     EXPECT_LT(vs_llama, 0.15f);
@@ -133,7 +134,8 @@ TEST(ModelLlamaCppFiles, UnreadableTypeIsRefusedByName) {
   for (const auto& e : man.at("files")) {
     if (e.at("readable").get<bool>()) continue;
     const std::string file = e.at("file");
-    const std::string tensor = e.at("first_unreadable_tensor"), type = e.at("first_unreadable_type");
+    const std::string tensor = e.at("first_unreadable_tensor"),
+                      type = e.at("first_unreadable_type");
     SCOPED_TRACE(file);
     try {
       Model::Load(DataPath("llamacpp/" + file));

@@ -14,7 +14,9 @@
 
 namespace bicache::testing {
 
-inline std::string DataPath(const std::string& rel) { return std::string(BICACHE_TEST_DATA) + "/" + rel; }
+inline std::string DataPath(const std::string& rel) {
+  return std::string(BICACHE_TEST_DATA) + "/" + rel;
+}
 
 inline std::vector<float> ReadF32File(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
@@ -37,7 +39,8 @@ std::string ErrorMessage(ErrorKind kind, F&& f) {
   return "";
 }
 
-// A matrix tensor [out, in] (ne = {in, out}) of `type` over `bytes`, as the reader would describe it.
+// A matrix tensor [out, in] (ne = {in, out}) of `type` over `bytes`, as the reader would describe
+// it.
 inline format::TensorInfo MakeMatrixTensor(format::TensorType type, size_t in, size_t out,
                                            const std::vector<uint8_t>& bytes,
                                            const std::string& name = "blk.0.test.weight") {

@@ -15,7 +15,9 @@ namespace bicache::tokenizer {
 namespace {
 
 // Byte-level text of raw bytes (space -> U+0120 'Ġ', etc.).
-std::string V(std::string_view raw) { return BytesToVocabText(raw); }
+std::string V(std::string_view raw) {
+  return BytesToVocabText(raw);
+}
 
 // Vocabulary: ids 0..255 are the byte tokens (id == byte value), then merge results, then a few
 // extra tokens, then specials. Merge ranks deliberately disagree with left-to-right order:
@@ -41,16 +43,16 @@ TestVocab MakeVocab(std::string pre = "gpt2") {
     d.tokens.push_back(V(l) + V(r));
     d.token_type.push_back(1);
   };
-  merge("b", "c");      // 0
-  merge("a", "b");      // 1
-  merge(" ", "a");      // 2
-  merge(" a", "bc");    // 3
-  merge("h", "e");      // 4
-  merge("l", "l");      // 5
-  merge("he", "ll");    // 6
-  merge("hell", "o");   // 7
-  merge("\xC3", "\xA9");  // 8: "é"
-  merge("a", "a");      // 9
+  merge("b", "c");               // 0
+  merge("a", "b");               // 1
+  merge(" ", "a");               // 2
+  merge(" a", "bc");             // 3
+  merge("h", "e");               // 4
+  merge("l", "l");               // 5
+  merge("he", "ll");             // 6
+  merge("hell", "o");            // 7
+  merge("\xC3", "\xA9");         // 8: "é"
+  merge("a", "a");               // 9
   d.tokens.push_back(V("abc"));  // reachable only by whole-piece lookup (llama3 ignore_merges)
   d.token_type.push_back(1);
   for (const char* s : {"<|bos|>", "<|eot|>", "<|a|>"}) {
@@ -84,7 +86,7 @@ void ExpectError(F&& f, ErrorKind kind, const std::string& needle) {
 
 TEST(ByteUnicode, Gpt2Table) {
   EXPECT_EQ(ByteToCodepoint('A'), uint32_t('A'));
-  EXPECT_EQ(ByteToCodepoint(' '), 0x120u);   // first remapped run: 0x00..0x20 -> U+0100..
+  EXPECT_EQ(ByteToCodepoint(' '), 0x120u);  // first remapped run: 0x00..0x20 -> U+0100..
   EXPECT_EQ(ByteToCodepoint(0x00), 0x100u);
   EXPECT_EQ(ByteToCodepoint('\n'), 0x10Au);
   EXPECT_EQ(ByteToCodepoint(0x7F), 0x121u);  // next non-printable after the space
@@ -143,11 +145,15 @@ TEST(Tokenizer, MultibyteUtf8RoundTrips) {
 TEST(Tokenizer, InvalidUtf8BytesRoundTripThroughByteTokens) {
   TestVocab v = MakeVocab();
   Tokenizer tok(v.data);
-  std::string bad = "a\xFF" "b\xC3(\xE6\x97";  // stray byte, broken 2-byte, truncated 3-byte
+  std::string bad =
+      "a\xFF"
+      "b\xC3(\xE6\x97";  // stray byte, broken 2-byte, truncated 3-byte
   auto ids = tok.Encode(bad);
   EXPECT_EQ(ids, Bytes(bad));
   EXPECT_EQ(tok.Decode(ids), bad);
-  EXPECT_EQ(tok.DecodeText(ids), "a\uFFFD" "b\uFFFD(\uFFFD");
+  EXPECT_EQ(tok.DecodeText(ids),
+            "a\uFFFD"
+            "b\uFFFD(\uFFFD");
 }
 
 TEST(Tokenizer, SpecialTokensAreMatchedInText) {
@@ -293,16 +299,20 @@ TEST(Utf8Stream, HoldsBackSplitCharacters) {
 
 TEST(Utf8Stream, InvalidBytesBecomeReplacementCharacters) {
   Utf8StreamDecoder d;
-  EXPECT_EQ(d.Push("a\xFF" "b"), "a\uFFFDb");
+  EXPECT_EQ(d.Push("a\xFF"
+                   "b"),
+            "a\uFFFDb");
   EXPECT_EQ(d.Push("\xC3"), "");
   EXPECT_EQ(d.Push("a"), "\uFFFDa");  // the broken sequence, then the byte that broke it
   EXPECT_EQ(d.Push("\xE6\x97"), "");
-  EXPECT_EQ(d.Flush(), "\uFFFD");     // truncated at end of stream: one replacement
+  EXPECT_EQ(d.Flush(), "\uFFFD");  // truncated at end of stream: one replacement
   EXPECT_FALSE(d.has_pending());
-  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\uFFFD\uFFFD");              // overlong
-  EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\uFFFD\uFFFD\uFFFD");    // surrogate
+  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\uFFFD\uFFFD");                      // overlong
+  EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\uFFFD\uFFFD\uFFFD");            // surrogate
   EXPECT_EQ(SanitizeUtf8("\xF4\x90\x80\x80"), "\uFFFD\uFFFD\uFFFD\uFFFD");  // > U+10FFFF
-  EXPECT_EQ(SanitizeUtf8("\xE6\x97" "x"), "\uFFFDx");                // maximal subpart: one
+  EXPECT_EQ(SanitizeUtf8("\xE6\x97"
+                         "x"),
+            "\uFFFDx");  // maximal subpart: one
 }
 
 TEST(Utf8Stream, TokenByTokenStreamingOfByteTokens) {

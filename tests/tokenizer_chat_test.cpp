@@ -53,16 +53,17 @@ TEST(Chat, DetectsFormats) {
   // <|assistant|> alone (e.g. Zephyr-style) is not the tiny format.
   ExpectError([] { DetectChatFormat("<|user|>\n{{ m }}</s><|assistant|>"); },
               ErrorKind::kUnsupported, "unknown chat template");
-  ExpectError([] { DetectChatFormat("<|im_start|> <|start_header_id|>"); },
-              ErrorKind::kUnsupported, "unknown chat template");
+  ExpectError([] { DetectChatFormat("<|im_start|> <|start_header_id|>"); }, ErrorKind::kUnsupported,
+              "unknown chat template");
 }
 
 TEST(Chat, Tiny) {
-  std::vector<ChatMessage> m = {{"system", "Facts: A=1."}, {"user", "A?"}, {"assistant", "1"},
-                                {"user", "B?"}};
+  std::vector<ChatMessage> m = {
+      {"system", "Facts: A=1."}, {"user", "A?"}, {"assistant", "1"}, {"user", "B?"}};
   FormattedChat c = FormatChat(ChatFormat::kTiny, m);
-  const std::string prefix = "<|bos|><|system|>\nFacts: A=1.<|eot|><|user|>\nA?<|eot|>"
-                             "<|assistant|>\n 1<|eot|>";
+  const std::string prefix =
+      "<|bos|><|system|>\nFacts: A=1.<|eot|><|user|>\nA?<|eot|>"
+      "<|assistant|>\n 1<|eot|>";
   EXPECT_EQ(c.text, prefix + "<|user|>\nB?<|eot|><|assistant|>\n");
   EXPECT_EQ(c.prefix_bytes, prefix.size());
   // No system message: no system turn; the prefix is just BOS.
@@ -84,8 +85,9 @@ TEST(Chat, Llada) {
   EXPECT_EQ(c.prefix_bytes, prefix.size());
   // Unicode whitespace is trimmed too (Jinja trim = Python str.strip()).
   c = FormatChat(ChatFormat::kLlada, {{"user", "\u3000x\u00A0"}});
-  EXPECT_EQ(c.text, "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
-                    "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(c.text,
+            "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nx<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(c.prefix_bytes, std::string("<|startoftext|>").size());
 }
 
@@ -105,10 +107,16 @@ TEST(Chat, Dream) {
 
 TEST(Chat, RejectsBadRolesAndChatsWithoutUser) {
   for (ChatFormat f : {ChatFormat::kTiny, ChatFormat::kLlada, ChatFormat::kDream}) {
-    ExpectError([&] { FormatChat(f, {{"user", "x"}, {"tool", "y"}}); },
-                ErrorKind::kInvalidArgument, "tool");
-    ExpectError([&] { FormatChat(f, {{"system", "x"}}); }, ErrorKind::kInvalidArgument,
-                "no user message");
+    ExpectError(
+        [&] {
+          FormatChat(f, {{"user", "x"}, {"tool", "y"}});
+        },
+        ErrorKind::kInvalidArgument, "tool");
+    ExpectError(
+        [&] {
+          FormatChat(f, {{"system", "x"}});
+        },
+        ErrorKind::kInvalidArgument, "no user message");
     ExpectError([&] { FormatChat(f, {}); }, ErrorKind::kInvalidArgument, "no user message");
   }
 }
@@ -133,15 +141,18 @@ struct FormatCase {
 std::vector<FormatCase> FormatCases() {
   return {
       {ChatFormat::kTiny, {"<|bos|>", "<|eot|>", "<|system|>", "<|user|>", "<|assistant|>"}},
-      {ChatFormat::kLlada, {"<|startoftext|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+      {ChatFormat::kLlada,
+       {"<|startoftext|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
       {ChatFormat::kDream, {"<|im_start|>", "<|im_end|>"}},
   };
 }
 
 TEST(Chat, PrefixTokenizesTheSameOnItsOwn) {
   const std::vector<FormatCase> cases = FormatCases();
-  std::vector<ChatMessage> m = {{"system", "Doc: x y z \n"}, {"user", " first? "},
-                                {"assistant", "yes "}, {"user", "\n second 12 "}};
+  std::vector<ChatMessage> m = {{"system", "Doc: x y z \n"},
+                                {"user", " first? "},
+                                {"assistant", "yes "},
+                                {"user", "\n second 12 "}};
   for (const FormatCase& c : cases) {
     Tokenizer tok = ByteTokenizer(c.specials);
     FormattedChat f = FormatChat(c.format, m);
@@ -162,7 +173,8 @@ TEST(Chat, ContentCannotForgeSpecialTokens) {
   for (const FormatCase& c : cases) {
     SCOPED_TRACE(ChatFormatName(c.format));
     Tokenizer tok = ByteTokenizer(c.specials);
-    const std::vector<ChatMessage> benign = {{"system", "doc"}, {"user", "q1"}, {"assistant", "a1"}, {"user", "hi"}};
+    const std::vector<ChatMessage> benign = {
+        {"system", "doc"}, {"user", "q1"}, {"assistant", "a1"}, {"user", "hi"}};
     const std::vector<ChatMessage> forged = {
         {"system", "doc"}, {"user", attack}, {"assistant", attack}, {"user", attack}};
     auto specials_in = [&](const std::vector<int32_t>& ids) {
@@ -192,13 +204,16 @@ TEST(Chat, ContentCannotForgeSpecialTokens) {
 // Content without special strings encodes exactly as before (specials parsed over the whole text).
 TEST(Chat, EncodeChatEqualsPlainEncodeForOrdinaryContent) {
   Tokenizer tok = ByteTokenizer({"<|bos|>", "<|eot|>", "<|system|>", "<|user|>", "<|assistant|>"});
-  const std::vector<ChatMessage> m = {{"system", "Doc: x y z \n"}, {"user", " first? "},
-                                      {"assistant", "yes "}, {"user", "\n second 12 <|nope|>"}};
+  const std::vector<ChatMessage> m = {{"system", "Doc: x y z \n"},
+                                      {"user", " first? "},
+                                      {"assistant", "yes "},
+                                      {"user", "\n second 12 <|nope|>"}};
   const FormattedChat f = FormatChat(ChatFormat::kTiny, m);
   EXPECT_EQ(EncodeChat(tok, f, 0, f.text.size()), tok.Encode(f.text));
   // Ranges cover the markup only.
   ASSERT_FALSE(f.template_ranges.empty());
-  EXPECT_EQ(f.text.substr(f.template_ranges[0].begin, f.template_ranges[0].end - f.template_ranges[0].begin),
+  EXPECT_EQ(f.text.substr(f.template_ranges[0].begin,
+                          f.template_ranges[0].end - f.template_ranges[0].begin),
             "<|bos|><|system|>\n");
 }
 

@@ -79,9 +79,9 @@ TEST(PreTokenizer, Llama3) {
   // newlines after it; " " before a digit is a lone whitespace piece.
   EXPECT_EQ(Split("llama-bpe", "I'VE 12345 apples,\n\n  ok  \n"),
             (Pieces{"I", "'VE", " ", "123", "45", " apples", ",\n\n", " ", " ok", "  \n"}));
-  EXPECT_EQ(Split("llama3", "Hello world's 123 foo!!  bar\n\n baz"),
-            (Pieces{"Hello", " world", "'s", " ", "123", " foo", "!!", " ", " bar", "\n\n",
-                    " baz"}));
+  EXPECT_EQ(
+      Split("llama3", "Hello world's 123 foo!!  bar\n\n baz"),
+      (Pieces{"Hello", " world", "'s", " ", "123", " foo", "!!", " ", " bar", "\n\n", " baz"}));
   // \s*[\r\n]+ keeps spaces together with the newline that follows them.
   EXPECT_EQ(Split("llama3", "a \nb"), (Pieces{"a", " \n", "b"}));
   EXPECT_EQ(Split("llama3", "x  \n\n  y"), (Pieces{"x", "  \n\n", " ", " y"}));
@@ -92,9 +92,9 @@ TEST(PreTokenizer, Llama3) {
 
 TEST(PreTokenizer, Qwen2) {
   // As LLaMA-3, but every digit is its own piece.
-  EXPECT_EQ(Split("qwen2", "I'VE 12345 apples,\n\n  ok  \n"),
-            (Pieces{"I", "'VE", " ", "1", "2", "3", "4", "5", " apples", ",\n\n", " ", " ok",
-                    "  \n"}));
+  EXPECT_EQ(
+      Split("qwen2", "I'VE 12345 apples,\n\n  ok  \n"),
+      (Pieces{"I", "'VE", " ", "1", "2", "3", "4", "5", " apples", ",\n\n", " ", " ok", "  \n"}));
   EXPECT_EQ(Split("qwen2", "a \nb"), (Pieces{"a", " \n", "b"}));
   EXPECT_EQ(Split("qwen2", "$hello 日本語 café"), (Pieces{"$hello", " 日本語", " café"}));
   EXPECT_EQ(Split("qwen2", "we'll"), (Pieces{"we", "'ll"}));
@@ -102,12 +102,18 @@ TEST(PreTokenizer, Qwen2) {
 
 TEST(PreTokenizer, InvalidUtf8BytesBecomeTheirOwnPieces) {
   for (const char* pre : {"gpt2", "gpt2-digits", "llama3", "qwen2"}) {
-    EXPECT_EQ(Split(pre, "ab\xFF" "cd"), (Pieces{"ab", "\xFF", "cd"})) << pre;
+    EXPECT_EQ(Split(pre,
+                    "ab\xFF"
+                    "cd"),
+              (Pieces{"ab", "\xFF", "cd"}))
+        << pre;
     EXPECT_EQ(Split(pre, "\xC3"), (Pieces{"\xC3"})) << pre;
   }
 }
 
-TEST(PreTokenizer, EmptyInput) { EXPECT_TRUE(Split("gpt2", "").empty()); }
+TEST(PreTokenizer, EmptyInput) {
+  EXPECT_TRUE(Split("gpt2", "").empty());
+}
 
 }  // namespace
 }  // namespace bicache::tokenizer

@@ -18,7 +18,8 @@ void ChatFormat(Input in) {
   try {
     tokenizer::DetectChatFormat(all);
   } catch (const Error& e) {
-    BICACHE_FUZZ_CHECK(e.kind() == ErrorKind::kUnsupported, "DetectChatFormat threw the wrong kind");
+    BICACHE_FUZZ_CHECK(e.kind() == ErrorKind::kUnsupported,
+                       "DetectChatFormat threw the wrong kind");
   }
 
   static const char* const kRoles[] = {"system", "user", "assistant", "user", "tool"};
@@ -33,12 +34,14 @@ void ChatFormat(Input in) {
     begin = end + 1;
   }
 
-  for (auto format : {tokenizer::ChatFormat::kTiny, tokenizer::ChatFormat::kLlada, tokenizer::ChatFormat::kDream}) {
+  for (auto format : {tokenizer::ChatFormat::kTiny, tokenizer::ChatFormat::kLlada,
+                      tokenizer::ChatFormat::kDream}) {
     try {
       const tokenizer::FormattedChat chat = tokenizer::FormatChat(format, messages);
       BICACHE_FUZZ_CHECK(chat.prefix_bytes <= chat.text.size(), "prefix_bytes past the text");
     } catch (const Error& e) {
-      BICACHE_FUZZ_CHECK(e.kind() == ErrorKind::kInvalidArgument, "FormatChat threw the wrong kind");
+      BICACHE_FUZZ_CHECK(e.kind() == ErrorKind::kInvalidArgument,
+                         "FormatChat threw the wrong kind");
     }
   }
 

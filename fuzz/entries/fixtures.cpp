@@ -66,7 +66,8 @@ void ExerciseParsedFile(format::GgufFile file) {
   if (tok) {
     Swallow([&] {
       const std::vector<int32_t> ids = tok->Encode("Hello <|mask|> world \xF0\x9F\x98\x80 12345");
-      for (int32_t id : ids) BICACHE_FUZZ_CHECK(id >= 0 && id < tok->n_vocab(), "token id out of range");
+      for (int32_t id : ids)
+        BICACHE_FUZZ_CHECK(id >= 0 && id < tok->n_vocab(), "token id out of range");
       tok->Decode(ids);
     });
   }

@@ -89,7 +89,9 @@ class FieldMap {
   void Value(uint32_t type) {
     static constexpr int kWidth[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
     switch (static_cast<ValueType>(type)) {
-      case ValueType::STRING: String(); return;
+      case ValueType::STRING:
+        String();
+        return;
       case ValueType::ARRAY: {
         Add(kElemType, pos_, 4);
         const uint32_t elem = U32(pos_);
@@ -189,21 +191,36 @@ class Reader {
 uint64_t Pick(Reader* r, uint64_t old, size_t file_size) {
   const uint8_t sel = static_cast<uint8_t>(r->Bytes(1));
   switch (sel % 16) {
-    case 0: return 0;
-    case 1: return 1;
-    case 2: return old + 1;
-    case 3: return old - 1;
-    case 4: return old * 2;
-    case 5: return old + 32;
-    case 6: return 0xFFFFFFFFull;
-    case 7: return 0x100000000ull;
-    case 8: return uint64_t{1} << 63;
-    case 9: return ~uint64_t{0};
-    case 10: return file_size;
-    case 11: return file_size - 1;
-    case 12: return sel >> 4;  // small: types, dim counts
-    case 13: return static_cast<uint64_t>(INT64_MAX);
-    default: return r->Bytes(8);
+    case 0:
+      return 0;
+    case 1:
+      return 1;
+    case 2:
+      return old + 1;
+    case 3:
+      return old - 1;
+    case 4:
+      return old * 2;
+    case 5:
+      return old + 32;
+    case 6:
+      return 0xFFFFFFFFull;
+    case 7:
+      return 0x100000000ull;
+    case 8:
+      return uint64_t{1} << 63;
+    case 9:
+      return ~uint64_t{0};
+    case 10:
+      return file_size;
+    case 11:
+      return file_size - 1;
+    case 12:
+      return sel >> 4;  // small: types, dim counts
+    case 13:
+      return static_cast<uint64_t>(INT64_MAX);
+    default:
+      return r->Bytes(8);
   }
 }
 

@@ -15,13 +15,15 @@ namespace bicache::fuzz {
 
 void TokenizerText(Input in) {
   if (in.empty()) return;
-  const tokenizer::Tokenizer& tok = (in[0] & 1) ? GoldenDreamTokenizer() : GoldenLlada().tokenizer();
+  const tokenizer::Tokenizer& tok =
+      (in[0] & 1) ? GoldenDreamTokenizer() : GoldenLlada().tokenizer();
   const std::string_view text(reinterpret_cast<const char*>(in.data() + 1), in.size() - 1);
   const int32_t n_vocab = tok.n_vocab();
 
   for (bool special : {false, true}) {
     const std::vector<int32_t> ids = tok.Encode(text, special);
-    for (int32_t id : ids) BICACHE_FUZZ_CHECK(id >= 0 && id < n_vocab, "Encode produced an id outside the vocabulary");
+    for (int32_t id : ids)
+      BICACHE_FUZZ_CHECK(id >= 0 && id < n_vocab, "Encode produced an id outside the vocabulary");
     // Byte-level BPE is lossless: every byte has a token, and special tokens decode to their text.
     BICACHE_FUZZ_CHECK(tok.Decode(ids) == text, special ? "Decode(Encode(text, special)) != text"
                                                         : "Decode(Encode(text)) != text");

@@ -48,9 +48,10 @@ struct Mode {
 // Aggregates of one mode over a subset of the workload's requests.
 struct Summary {
   int requests = 0;
-  double seconds = 0, canvas_tokens = 0, answer_tokens = 0, forwards = 0, token_layers = 0, flops = 0;
+  double seconds = 0, canvas_tokens = 0, answer_tokens = 0, forwards = 0, token_layers = 0,
+         flops = 0;
   double depth = 0, ratio = 0, agree = 0, correct = 0, hits = 0;
-  double start_s = 0, forward_s = 0, sample_s = 0;  // phases of `seconds` (RequestResult)
+  double start_s = 0, forward_s = 0, sample_s = 0;    // phases of `seconds` (RequestResult)
   std::map<std::string, std::pair<int, int>> family;  // family -> (correct, total)
 
   double Rate(double x) const { return seconds > 0 ? x / seconds : 0; }
@@ -59,7 +60,8 @@ struct Summary {
     json fam = json::object();
     for (const auto& f : families) {
       auto it = family.find(f);
-      if (it != family.end() && it->second.second > 0) fam[f] = static_cast<double>(it->second.first) / it->second.second;
+      if (it != family.end() && it->second.second > 0)
+        fam[f] = static_cast<double>(it->second.first) / it->second.second;
     }
     return {{"requests", requests},
             {"seconds", seconds},
@@ -116,7 +118,8 @@ Summary Summarize(const Mode& m, const Mode& ref, const engine::Workload& w,
 
 // ---- SVG ------------------------------------------------------------------------------------
 
-const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                          "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
 std::string Num(double v, int prec = 3) {
   std::ostringstream o;
@@ -128,10 +131,14 @@ std::string Num(double v, int prec = 3) {
 std::string Esc(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -149,14 +156,16 @@ struct Panel {
   double xmin, xmax, ymin, ymax;
   double X(double v) const { return x0 + (v - xmin) / (xmax - xmin) * w; }
   double Y(double v) const { return y0 + h - (v - ymin) / (ymax - ymin) * h; }
-  void Frame(std::ostream& o, const std::string& title, const std::string& xlabel, const std::string& ylabel) const {
+  void Frame(std::ostream& o, const std::string& title, const std::string& xlabel,
+             const std::string& ylabel) const {
     o << "<rect x='" << x0 << "' y='" << y0 << "' width='" << w << "' height='" << h
       << "' fill='none' stroke='#333'/>\n";
-    o << "<text x='" << x0 + w / 2 << "' y='" << y0 - 12 << "' text-anchor='middle' font-size='15' font-weight='bold'>"
-      << Esc(title) << "</text>\n";
-    o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 40 << "' text-anchor='middle' font-size='13'>" << Esc(xlabel)
-      << "</text>\n";
-    o << "<text transform='translate(" << x0 - 48 << "," << y0 + h / 2 << ") rotate(-90)' text-anchor='middle' "
+    o << "<text x='" << x0 + w / 2 << "' y='" << y0 - 12
+      << "' text-anchor='middle' font-size='15' font-weight='bold'>" << Esc(title) << "</text>\n";
+    o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 40
+      << "' text-anchor='middle' font-size='13'>" << Esc(xlabel) << "</text>\n";
+    o << "<text transform='translate(" << x0 - 48 << "," << y0 + h / 2
+      << ") rotate(-90)' text-anchor='middle' "
       << "font-size='13'>" << Esc(ylabel) << "</text>\n";
     const double xs = NiceStep(xmax - xmin, 6), ys = NiceStep(ymax - ymin, 5);
     for (double v = std::ceil(xmin / xs - 1e-9) * xs; v <= xmax + 1e-9 * xs; v += xs) {
@@ -177,12 +186,14 @@ struct Point {
   double x, y;
 };
 
-void WriteSvg(const std::string& path, const std::vector<Point>& points, const engine::DepthTable& table,
-              const std::string& caption) {
+void WriteSvg(const std::string& path, const std::vector<Point>& points,
+              const engine::DepthTable& table, const std::string& caption) {
   std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='460' font-family='sans-serif'>\n"
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='460' "
+       "font-family='sans-serif'>\n"
     << "<rect width='1000' height='460' fill='white'/>\n";
-  o << "<text x='500' y='450' text-anchor='middle' font-size='11' fill='#555'>" << Esc(caption) << "</text>\n";
+  o << "<text x='500' y='450' text-anchor='middle' font-size='11' fill='#555'>" << Esc(caption)
+    << "</text>\n";
 
   // Left: throughput vs accuracy, one labelled point per mode.
   double xmax = 0;
@@ -193,8 +204,8 @@ void WriteSvg(const std::string& path, const std::vector<Point>& points, const e
     const char* c = kPalette[i % std::size(kPalette)];
     const double px = a.X(points[i].x), py = a.Y(std::clamp(points[i].y, 0.0, 1.05));
     o << "<circle cx='" << px << "' cy='" << py << "' r='5' fill='" << c << "'/>\n"
-      << "<text x='" << px + 7 << "' y='" << py - 6 - 11.0 * (i % 2) << "' font-size='12' fill='" << c << "'>"
-      << Esc(points[i].label) << "</text>\n";
+      << "<text x='" << px + 7 << "' y='" << py - 6 - 11.0 * (i % 2) << "' font-size='12' fill='"
+      << c << "'>" << Esc(points[i].label) << "</text>\n";
   }
 
   // Right: calibration curves (mean prefix K/V similarity by layer, one line per ratio bin).
@@ -210,7 +221,8 @@ void WriteSvg(const std::string& path, const std::vector<Point>& points, const e
   b.Frame(o, "Calibration: prefix K/V similarity", "layer", "cosine similarity");
   if (bins.empty()) {
     o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2
-      << "' text-anchor='middle' font-size='13' fill='#888'>no calibration bins (run bicache calibrate)</text>\n";
+      << "' text-anchor='middle' font-size='13' fill='#888'>no calibration bins (run bicache "
+         "calibrate)</text>\n";
   }
   for (size_t i = 0; i < bins.size(); ++i) {
     // Colour runs blue (short prefix) to red (long prefix).
@@ -226,14 +238,15 @@ void WriteSvg(const std::string& path, const std::vector<Point>& points, const e
     // Label a handful of bins at the line's end so the legend stays readable.
     const size_t every = std::max<size_t>(1, bins.size() / 6);
     if ((i % every == 0 || i + 1 == bins.size()) && !bins[i].similarity.empty()) {
-      o << "<text x='" << b.x0 + b.w + 4 << "' y='" << b.Y(std::max(ymin, bins[i].similarity.back())) + 4
-        << "' font-size='10' fill='" << colour << "'>r=" << bins[i].ratio_pct << "%</text>\n";
+      o << "<text x='" << b.x0 + b.w + 4 << "' y='"
+        << b.Y(std::max(ymin, bins[i].similarity.back())) + 4 << "' font-size='10' fill='" << colour
+        << "'>r=" << bins[i].ratio_pct << "%</text>\n";
     }
   }
-  o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w << "' y2='"
-    << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
-    << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5 << "' font-size='11'>threshold "
-    << Num(table.threshold()) << "</text>\n";
+  o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w
+    << "' y2='" << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
+    << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5
+    << "' font-size='11'>threshold " << Num(table.threshold()) << "</text>\n";
   o << "</svg>\n";
 
   std::ofstream f(path);
@@ -256,7 +269,8 @@ std::vector<std::string> SplitModes(const std::string& text) {
   std::string cur;
   for (char c : text + ",") {
     if (c == ',') {
-      if (cur.empty()) throw Error(ErrorKind::kInvalidArgument, "--modes '" + text + "': empty mode name");
+      if (cur.empty())
+        throw Error(ErrorKind::kInvalidArgument, "--modes '" + text + "': empty mode name");
       out.push_back(cur);
       cur.clear();
     } else if (c != ' ') {
@@ -269,7 +283,8 @@ std::vector<std::string> SplitModes(const std::string& text) {
 }  // namespace
 
 Runner AddBench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Compare cache modes side by side on the task suite (throughput, accuracy)");
+  auto* cmd = app.add_subcommand(
+      "bench", "Compare cache modes side by side on the task suite (throughput, accuracy)");
   struct Opts {
     std::string model, suite, modes = "none,llm,dual,bicache,bicache+dual", json, svg;
     std::string order = "interleaved", band = "all";
@@ -280,21 +295,28 @@ Runner AddBench(CLI::App& app) {
   o->suite = engine::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes P (per band with --ratio-band sweep); "
+  cmd->add_option("--prefixes", o->prefixes,
+                  "distinct shared prefixes P (per band with --ratio-band sweep); "
                   "default 0 = every prefix group of the suite with M usable requests");
   cmd->add_option("--per-prefix", o->per_prefix, "requests M per prefix");
-  cmd->add_option("--modes", o->modes, "comma-separated cache modes to compare (default: none,llm,dual,bicache,bicache+dual); with a "
+  cmd->add_option("--modes", o->modes,
+                  "comma-separated cache modes to compare (default: "
+                  "none,llm,dual,bicache,bicache+dual); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");
-  cmd->add_option("--order", o->order, "interleaved (A1 B1 .. A2 B2 ..) or grouped (A1 A2 .. B1 B2 ..)");
-  cmd->add_option("--ratio-band", o->band, "prefixes by prefix ratio: all, short, long, or sweep (P of each)");
+  cmd->add_option("--order", o->order,
+                  "interleaved (A1 B1 .. A2 B2 ..) or grouped (A1 A2 .. B1 B2 ..)");
+  cmd->add_option("--ratio-band", o->band,
+                  "prefixes by prefix ratio: all, short, long, or sweep (P of each)");
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
-  cmd->add_option("--svg", o->svg, "write a throughput/accuracy + calibration plot (SVG) to this file");
+  cmd->add_option("--svg", o->svg,
+                  "write a throughput/accuracy + calibration plot (SVG) to this file");
   AddThreadsFlag(cmd, &o->threads);
   o->s.gen_length = 32;
   o->s.Register(cmd);
   return [=]() {
     if (cmd->count("--cache") > 0) {
-      throw Error(ErrorKind::kInvalidArgument, "bench compares the modes given by --modes; --cache is not used here");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "bench compares the modes given by --modes; --cache is not used here");
     }
     ApplyThreads(o->threads);
     // Modes (validated before the model loads).
@@ -309,7 +331,8 @@ Runner AddBench(CLI::App& app) {
       }
       m.name = m.cache.ToString();
       for (const auto& prev : modes) {
-        if (prev.name == m.name) throw Error(ErrorKind::kInvalidArgument, "--modes: '" + m.name + "' given twice");
+        if (prev.name == m.name)
+          throw Error(ErrorKind::kInvalidArgument, "--modes: '" + m.name + "' given twice");
       }
       any_dual |= m.cache.dual;
       modes.push_back(std::move(m));
@@ -323,7 +346,8 @@ Runner AddBench(CLI::App& app) {
     engine::RequestOptions base;
     base.sampler = sf.Sampler();
     base.refresh_interval = sf.refresh;
-    const engine::WorkloadOptions wo{o->prefixes, o->per_prefix, engine::ParseRequestOrder(o->order),
+    const engine::WorkloadOptions wo{o->prefixes, o->per_prefix,
+                                     engine::ParseRequestOrder(o->order),
                                      engine::ParseRatioBand(o->band)};
 
     auto lm = engine::LoadedModel::Load(o->model);
@@ -362,9 +386,10 @@ Runner AddBench(CLI::App& app) {
     };
 
     const size_t N = w.requests.size();
-    std::fprintf(stderr, "bench: %zu prefixes x %d requests, %zu modes, gen %d, steps %d, block %d\n",
-                 w.groups.size(), o->per_prefix, modes.size(), base.sampler.gen_length, base.sampler.steps,
-                 base.sampler.block_length);
+    std::fprintf(stderr,
+                 "bench: %zu prefixes x %d requests, %zu modes, gen %d, steps %d, block %d\n",
+                 w.groups.size(), o->per_prefix, modes.size(), base.sampler.gen_length,
+                 base.sampler.steps, base.sampler.block_length);
     {  // Untimed warm-up: oneDNN JIT and page-in would otherwise be charged to the first mode.
       engine::Engine warm(lm->model(), {});
       warm.Run(request_for(0, engine::CacheMode{}));
@@ -382,7 +407,8 @@ Runner AddBench(CLI::App& app) {
       }
       std::fprintf(stderr, "\n");
     }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
     // ---- summaries ----
     auto find = [&](const std::string& name) -> const Mode* {
@@ -403,7 +429,8 @@ Runner AddBench(CLI::App& app) {
       const Summary& s = sums[m.name];
       const engine::EngineCacheStats cs = m.engine->cache_stats();
       json j = s.ToJson(families);
-      j["hit_rate"] = cs.total.queries > 0 ? static_cast<double>(cs.total.hits) / cs.total.queries : 0.0;
+      j["hit_rate"] =
+          cs.total.queries > 0 ? static_cast<double>(cs.total.hits) / cs.total.queries : 0.0;
       j["lookups"] = cs.total.queries;
       j["prefix_builds"] = cs.prefix_builds;
       j["cache_bytes"] = cs.total.bytes_used;
@@ -420,7 +447,8 @@ Runner AddBench(CLI::App& app) {
           if (none) {
             const Summary ns = Summarize(*none, ref, w, suite, idx);
             const double base_tps = ns.Rate(ns.canvas_tokens);
-            bands[band]["speedup_vs_none"] = base_tps > 0 ? bs.Rate(bs.canvas_tokens) / base_tps : 0.0;
+            bands[band]["speedup_vs_none"] =
+                base_tps > 0 ? bs.Rate(bs.canvas_tokens) / base_tps : 0.0;
           }
         }
         j["by_band"] = bands;
@@ -444,7 +472,8 @@ Runner AddBench(CLI::App& app) {
       const json& ratios = base == "none" ? vs_none : vs_dual;  // tok/s ratios computed above
       if (!jmodes.contains(mode) || !ratios.contains(mode) || !none) return;
       const double got = ratios[mode].get<double>();
-      const double acc_diff = 100.0 * (jmodes[mode]["accuracy"].get<double>() - jmodes["none"]["accuracy"].get<double>());
+      const double acc_diff = 100.0 * (jmodes[mode]["accuracy"].get<double>() -
+                                       jmodes["none"]["accuracy"].get<double>());
       targets.push_back({{"mode", mode},
                          {"versus", base},
                          {"speedup", got},
@@ -462,7 +491,8 @@ Runner AddBench(CLI::App& app) {
     // the model's FFN shape at the mean sequence length, measured now (same load, same threads).
     const Summary& rs = sums[ref.name];
     double mean_tokens = 0;
-    for (size_t i = 0; i < N; ++i) mean_tokens += prompts[w.requests[i].sample].tokens.size() + base.sampler.gen_length;
+    for (size_t i = 0; i < N; ++i)
+      mean_tokens += prompts[w.requests[i].sample].tokens.size() + base.sampler.gen_length;
     mean_tokens /= std::max<size_t>(N, 1);
     const size_t gm = std::max<size_t>(1, static_cast<size_t>(mean_tokens + 0.5));
     const size_t gn = cfg.d_ff, gk = cfg.d_model;
@@ -470,29 +500,32 @@ Runner AddBench(CLI::App& app) {
     const int iters = static_cast<int>(std::clamp(4e9 / gemm_flop, 3.0, 500.0));
     const double gemm = kernels::MeasureGemmGflops(gm, gn, gk, iters);
     const double achieved = rs.Rate(rs.flops) / 1e9;
-    json eff = {{"mode", ref.name},
-                {"achieved_gflops", achieved},
-                {"gemm_gflops", gemm},
-                {"fraction_of_gemm", gemm > 0 ? achieved / gemm : 0.0},
-                {"gemm_shape", {{"m", gm}, {"n", gn}, {"k", gk}}},
-                {"matmul_precision", kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision())},
-                {"note", "achieved = model::ForwardStats flops (matmul + attention) / Engine::Run seconds, sampling "
-                         "included; gemm = kernels::MeasureGemmGflops at the FFN up-projection shape"}};
+    json eff = {
+        {"mode", ref.name},
+        {"achieved_gflops", achieved},
+        {"gemm_gflops", gemm},
+        {"fraction_of_gemm", gemm > 0 ? achieved / gemm : 0.0},
+        {"gemm_shape", {{"m", gm}, {"n", gn}, {"k", gk}}},
+        {"matmul_precision", kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision())},
+        {"note",
+         "achieved = model::ForwardStats flops (matmul + attention) / Engine::Run seconds, "
+         "sampling "
+         "included; gemm = kernels::MeasureGemmGflops at the FFN up-projection shape"}};
 
-    json jt = {{"path", lm->depth_table_path()},
-               {"present", !table.empty()},
-               {"threshold", table.threshold()},
-               {"n_layer", table.n_layer()},
-               {"max_depth", table.max_depth()},
-               {"points", json::array()},
+    json jt = {{"path", lm->depth_table_path()}, {"present", !table.empty()},
+               {"threshold", table.threshold()}, {"n_layer", table.n_layer()},
+               {"max_depth", table.max_depth()}, {"points", json::array()},
                {"bins", json::array()}};
-    for (const auto& p : table.points()) jt["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
+    for (const auto& p : table.points())
+      jt["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
     for (const auto& b : table.bins()) {
-      jt["bins"].push_back({{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
+      jt["bins"].push_back(
+          {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
     }
     json groups = json::array();
     for (const auto& g : w.groups) {
-      groups.push_back({{"prefix", g.key}, {"family", g.family}, {"band", g.band}, {"ratio", g.ratio}});
+      groups.push_back(
+          {{"prefix", g.key}, {"family", g.family}, {"band", g.band}, {"ratio", g.ratio}});
     }
     json settings = {{"model", lm->path()},
                      {"suite", o->suite},
@@ -513,11 +546,12 @@ Runner AddBench(CLI::App& app) {
                      {"groups", groups}};
 
     // ---- stdout table ----
-    std::printf("%zu requests (%zu prefixes x %d), gen %d, steps %d, block %d, %s; model %s\n", N, w.groups.size(),
-                o->per_prefix, base.sampler.gen_length, base.sampler.steps, base.sampler.block_length,
-                engine::RequestOrderName(wo.order), lm->path().c_str());
-    std::printf("%-14s %9s %7s %7s %7s %8s %10s %6s %6s %5s %9s %5s", "mode", "tok/s", "x none", "x dual", "req/s",
-                "fwd/req", "Ktok-lay", "acc", "agree", "hit", "cache MB", "depth");
+    std::printf("%zu requests (%zu prefixes x %d), gen %d, steps %d, block %d, %s; model %s\n", N,
+                w.groups.size(), o->per_prefix, base.sampler.gen_length, base.sampler.steps,
+                base.sampler.block_length, engine::RequestOrderName(wo.order), lm->path().c_str());
+    std::printf("%-14s %9s %7s %7s %7s %8s %10s %6s %6s %5s %9s %5s", "mode", "tok/s", "x none",
+                "x dual", "req/s", "fwd/req", "Ktok-lay", "acc", "agree", "hit", "cache MB",
+                "depth");
     for (const auto& f : families) std::printf(" %8.8s", f.c_str());
     std::printf("\n");
     for (const auto& m : modes) {
@@ -527,16 +561,19 @@ Runner AddBench(CLI::App& app) {
         std::snprintf(buf, sizeof buf, "%.2fx", t.contains(m.name) ? t[m.name].get<double>() : 0.0);
         return t.contains(m.name) ? std::string(buf) : std::string("-");
       };
-      std::printf("%-14s %9.1f %7s %7s %7.2f %8.1f %10.2f %6.3f %6.3f %5.2f %9.1f %5.2f", m.name.c_str(),
-                  j["tokens_per_s"].get<double>(), ratio(vs_none).c_str(), ratio(vs_dual).c_str(),
-                  j["requests_per_s"].get<double>(), j["forwards_per_request"].get<double>(),
-                  j["token_layers_per_request"].get<double>() / 1e3, j["accuracy"].get<double>(),
-                  j["agreement"].get<double>(), j["hit_rate"].get<double>(),
-                  j["cache_bytes"].get<double>() / (1024.0 * 1024.0), j["mean_depth"].get<double>());
+      std::printf(
+          "%-14s %9.1f %7s %7s %7.2f %8.1f %10.2f %6.3f %6.3f %5.2f %9.1f %5.2f", m.name.c_str(),
+          j["tokens_per_s"].get<double>(), ratio(vs_none).c_str(), ratio(vs_dual).c_str(),
+          j["requests_per_s"].get<double>(), j["forwards_per_request"].get<double>(),
+          j["token_layers_per_request"].get<double>() / 1e3, j["accuracy"].get<double>(),
+          j["agreement"].get<double>(), j["hit_rate"].get<double>(),
+          j["cache_bytes"].get<double>() / (1024.0 * 1024.0), j["mean_depth"].get<double>());
       for (const auto& f : families) {
         const auto& af = j["accuracy_by_family"];
-        if (af.contains(f)) std::printf(" %8.3f", af[f].get<double>());
-        else std::printf(" %8s", "-");
+        if (af.contains(f))
+          std::printf(" %8.3f", af[f].get<double>());
+        else
+          std::printf(" %8s", "-");
       }
       std::printf("\n");
     }
@@ -553,35 +590,46 @@ Runner AddBench(CLI::App& app) {
         std::printf("\n");
       }
     }
-    std::printf("where the time goes (ms per request): prefix lookup+build, forwards, sampling, other\n");
+    std::printf(
+        "where the time goes (ms per request): prefix lookup+build, forwards, sampling, other\n");
     for (const auto& m : modes) {
       const json& ph = jmodes[m.name]["phases"];
-      const double st = ph["start_s_per_request"].get<double>(), fw = ph["forward_s_per_request"].get<double>(),
-                   sa = ph["sample_s_per_request"].get<double>(), ot = ph["other_s_per_request"].get<double>();
+      const double st = ph["start_s_per_request"].get<double>(),
+                   fw = ph["forward_s_per_request"].get<double>(),
+                   sa = ph["sample_s_per_request"].get<double>(),
+                   ot = ph["other_s_per_request"].get<double>();
       const double tot = std::max(1e-12, st + fw + sa + ot);
-      std::printf("  %-14s %8.1f %8.1f %8.1f %8.1f   (forward %2.0f%%, prefix %2.0f%%, sampling %2.0f%%)\n",
-                  m.name.c_str(), 1e3 * st, 1e3 * fw, 1e3 * sa, 1e3 * ot, 100 * fw / tot, 100 * st / tot,
-                  100 * sa / tot);
+      std::printf(
+          "  %-14s %8.1f %8.1f %8.1f %8.1f   (forward %2.0f%%, prefix %2.0f%%, sampling %2.0f%%)\n",
+          m.name.c_str(), 1e3 * st, 1e3 * fw, 1e3 * sa, 1e3 * ot, 100 * fw / tot, 100 * st / tot,
+          100 * sa / tot);
     }
     for (const auto& t : targets) {
-      std::printf("target: %s %.2fx %s (>= %.1fx: %s), accuracy %+.1f points vs none (within 1: %s)\n",
-                  t["mode"].get<std::string>().c_str(), t["speedup"].get<double>(), t["versus"].get<std::string>().c_str(),
-                  t["speedup_target"].get<double>(),
-                  t["speedup_met"].get<bool>() ? "met"
-                                               : ("short by " + Num(t["speedup_shortfall"].get<double>(), 2) + "x").c_str(),
-                  t["accuracy_points_vs_none"].get<double>(), t["accuracy_within_1_point"].get<bool>() ? "yes" : "no");
+      std::printf(
+          "target: %s %.2fx %s (>= %.1fx: %s), accuracy %+.1f points vs none (within 1: %s)\n",
+          t["mode"].get<std::string>().c_str(), t["speedup"].get<double>(),
+          t["versus"].get<std::string>().c_str(), t["speedup_target"].get<double>(),
+          t["speedup_met"].get<bool>()
+              ? "met"
+              : ("short by " + Num(t["speedup_shortfall"].get<double>(), 2) + "x").c_str(),
+          t["accuracy_points_vs_none"].get<double>(),
+          t["accuracy_within_1_point"].get<bool>() ? "yes" : "no");
     }
-    std::printf("efficiency (%s): %.2f GFLOP/s achieved vs %.2f GFLOP/s oneDNN %s GEMM %zux%zux%zu (%.0f%%)\n",
-                ref.name.c_str(), achieved, gemm, kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()), gm,
-                gn, gk, gemm > 0 ? 100 * achieved / gemm : 0.0);
+    std::printf(
+        "efficiency (%s): %.2f GFLOP/s achieved vs %.2f GFLOP/s oneDNN %s GEMM %zux%zux%zu "
+        "(%.0f%%)\n",
+        ref.name.c_str(), achieved, gemm,
+        kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()), gm, gn, gk,
+        gemm > 0 ? 100 * achieved / gemm : 0.0);
     std::printf("depth table: %s (max depth %d of %d layers, threshold %.3g)\n",
-                table.empty() ? "none" : lm->depth_table_path().c_str(), table.max_depth(), cfg.n_layer,
-                table.threshold());
+                table.empty() ? "none" : lm->depth_table_path().c_str(), table.max_depth(),
+                cfg.n_layer, table.threshold());
 
     if (!o->json.empty()) {
-      json out = {{"modes", jmodes},         {"speedup_vs_none", vs_none}, {"speedup_vs_dual", vs_dual},
-                  {"settings", settings},    {"depth_table", jt},          {"efficiency", eff},
-                  {"targets", targets}};
+      json out = {
+          {"modes", jmodes},      {"speedup_vs_none", vs_none}, {"speedup_vs_dual", vs_dual},
+          {"settings", settings}, {"depth_table", jt},          {"efficiency", eff},
+          {"targets", targets}};
       std::ofstream f(o->json);
       f << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       if (!f) throw Error(ErrorKind::kIo, "--json: cannot write '" + o->json + "'");
@@ -589,11 +637,13 @@ Runner AddBench(CLI::App& app) {
     if (!o->svg.empty()) {
       std::vector<Point> pts;
       for (const auto& m : modes) {
-        pts.push_back({m.name, jmodes[m.name]["tokens_per_s"].get<double>(), jmodes[m.name]["accuracy"].get<double>()});
+        pts.push_back({m.name, jmodes[m.name]["tokens_per_s"].get<double>(),
+                       jmodes[m.name]["accuracy"].get<double>()});
       }
       WriteSvg(o->svg, pts, table,
-               cfg.name + ": " + std::to_string(N) + " requests, gen " + std::to_string(base.sampler.gen_length) +
-                   ", block " + std::to_string(base.sampler.block_length));
+               cfg.name + ": " + std::to_string(N) + " requests, gen " +
+                   std::to_string(base.sampler.gen_length) + ", block " +
+                   std::to_string(base.sampler.block_length));
     }
     return 0;
   };

@@ -19,8 +19,9 @@
 //   tokens/s       = canvas tokens (max_tokens per request; every canvas position is denoised,
 //                    as in `bicache bench`) of successful requests / summed turn wall seconds
 //   answer tok/s   = usage.completion_tokens (before the stop token) / the same seconds
-//   latency        = client-side wall time of one request (queueing included); p50 / p99 nearest rank
-//   prefix hit     = vllm:gpu_prefix_cache_hits_total / queries_total over the mode's turns (prompt
+//   latency        = client-side wall time of one request (queueing included); p50 / p99 nearest
+//   rank prefix hit     = vllm:gpu_prefix_cache_hits_total / queries_total over the mode's turns
+//   (prompt
 //                    tokens served from a cached prefix); request hit = share of responses with
 //                    bicache.hit (their prefix entry was found, not built)
 #include <signal.h>
@@ -33,8 +34,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -131,7 +132,8 @@ std::string CpuName() {
 }  // namespace
 
 Runner AddBenchServe(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench-serve", "Load-test the HTTP server: concurrent clients, per cache mode");
+  auto* cmd = app.add_subcommand("bench-serve",
+                                 "Load-test the HTTP server: concurrent clients, per cache mode");
   struct Opts {
     std::string model, suite, url, json, modes = "none,bicache,dual,bicache+dual";
     int clients = 8, requests = 32, rounds = 2, prefixes = 4, per_prefix = 4, threads = 0;
@@ -144,30 +146,40 @@ Runner AddBenchServe(CLI::App& app) {
   o->suite = engine::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   AddThreadsFlag(cmd, &o->threads);
-  cmd->add_option("--url", o->url, "load an already running server (http://HOST:PORT) instead of starting one");
+  cmd->add_option("--url", o->url,
+                  "load an already running server (http://HOST:PORT) instead of starting one");
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--modes", o->modes, "comma-separated cache modes (default: none,bicache,dual,bicache+dual)");
+  cmd->add_option("--modes", o->modes,
+                  "comma-separated cache modes (default: none,bicache,dual,bicache+dual)");
   cmd->add_option("--clients", o->clients, "concurrent clients")->check(CLI::Range(1, 1024));
   cmd->add_option("--requests", o->requests, "requests per mode")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--duration", o->duration, "seconds per mode at most (split over the rounds)")
       ->check(Positive());
-  cmd->add_option("--rounds", o->rounds, "turns per mode, modes alternating")->check(CLI::Range(1, 1000));
-  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes (system messages)")->check(CLI::Range(1, 1000));
-  cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--steps", o->steps, "denoising steps (default: max_tokens)")->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--rounds", o->rounds, "turns per mode, modes alternating")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes (system messages)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--steps", o->steps, "denoising steps (default: max_tokens)")
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--block-length", o->block_length,
                   "block length (default: max_tokens/4 with a dual mode, else max_tokens)")
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--refresh", o->refresh, "bicache: refresh interval R sent with every request (0 = off)")
+  cmd->add_option("--refresh", o->refresh,
+                  "bicache: refresh interval R sent with every request (0 = off)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--max-running", o->max_running, "in-process server: batch size (default: --clients)")
+  cmd->add_option("--max-running", o->max_running,
+                  "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));
   cmd->add_option("--cache-budget-mb", o->cache_budget_mb, "in-process server: prefix cache budget")
       ->check(NonNegative());
   cmd->add_option("--rate", o->rate,
-                  "open loop: Poisson arrivals at this many requests/s per turn, --clients in flight at most "
+                  "open loop: Poisson arrivals at this many requests/s per turn, --clients in "
+                  "flight at most "
                   "(default 0: closed loop, every client sends again as soon as answered)")
       ->check(NonNegative());
   cmd->add_option("--seed", o->seed, "seed of the Poisson arrival times (--rate)");
@@ -175,9 +187,11 @@ Runner AddBenchServe(CLI::App& app) {
   return [=]() {
     ApplyThreads(o->threads);
     if (!std::isfinite(o->rate) || o->rate > 1e6) {
-      throw Error(ErrorKind::kInvalidArgument, "--rate must be a finite number of requests/s up to 1e6");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--rate must be a finite number of requests/s up to 1e6");
     }
-    signal(SIGPIPE, SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
+    signal(SIGPIPE,
+           SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
     // ---- modes and settings (validated before anything loads) ----
     std::vector<ModeStats> modes;
     bool any_dual = false;
@@ -192,7 +206,8 @@ Runner AddBenchServe(CLI::App& app) {
           throw Error(e.kind(), std::string("--modes: ") + e.what());
         }
         for (const auto& prev : modes) {
-          if (prev.name == m.ToString()) throw Error(ErrorKind::kInvalidArgument, "--modes: '" + name + "' given twice");
+          if (prev.name == m.ToString())
+            throw Error(ErrorKind::kInvalidArgument, "--modes: '" + name + "' given twice");
         }
         any_dual |= m.dual;
         modes.push_back({});
@@ -201,7 +216,9 @@ Runner AddBenchServe(CLI::App& app) {
     }
     if (modes.empty()) throw Error(ErrorKind::kInvalidArgument, "--modes: no mode given");
     int block = o->block_length;
-    if (block == 0) block = any_dual && o->max_tokens % 4 == 0 && o->max_tokens >= 4 ? o->max_tokens / 4 : o->max_tokens;
+    if (block == 0)
+      block = any_dual && o->max_tokens % 4 == 0 && o->max_tokens >= 4 ? o->max_tokens / 4
+                                                                       : o->max_tokens;
     const int steps = o->steps > 0 ? o->steps : o->max_tokens;
 
     // ---- the request stream: the suite's prefixes as system messages ----
@@ -215,7 +232,8 @@ Runner AddBenchServe(CLI::App& app) {
       ratios.push_back(p.prefix_len > 0 && n <= ctx ? static_cast<double>(p.prefix_len) / n : -1.0);
     }
     const engine::Workload w = engine::BuildWorkload(
-        suite, ratios, {o->prefixes, o->per_prefix, engine::RequestOrder::kInterleaved, engine::RatioBand::kAll});
+        suite, ratios,
+        {o->prefixes, o->per_prefix, engine::RequestOrder::kInterleaved, engine::RatioBand::kAll});
     std::vector<std::string> bodies;  // without the cache field
     double mean_prompt = 0, mean_prefix = 0;
     for (const auto& r : w.requests) {
@@ -259,7 +277,8 @@ Runner AddBenchServe(CLI::App& app) {
         if (const std::string err = srv->load_error(); !err.empty()) {
           srv->Shutdown(std::chrono::milliseconds(0));
           http.join();
-          throw Error(ErrorKind::kModel, "bench-serve: the server could not load the model: " + err);
+          throw Error(ErrorKind::kModel,
+                      "bench-serve: the server could not load the model: " + err);
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
@@ -273,12 +292,15 @@ Runner AddBenchServe(CLI::App& app) {
         srv.reset();
       }
     };
-    std::fprintf(stderr, "bench-serve: %s:%d, %zu modes x %d requests, %d clients, %d rounds, %zu prefixes x %d\n",
-                 target.host.c_str(), target.port, modes.size(), o->requests, o->clients, o->rounds,
-                 w.groups.size(), o->per_prefix);
+    std::fprintf(
+        stderr,
+        "bench-serve: %s:%d, %zu modes x %d requests, %d clients, %d rounds, %zu prefixes x %d\n",
+        target.host.c_str(), target.port, modes.size(), o->requests, o->clients, o->rounds,
+        w.groups.size(), o->per_prefix);
 
     // ---- one turn: `count` requests of one mode from `clients` threads ----
-    auto post = [&](httplib::Client& c, const std::string& body, double* ms, json* out, std::string* err) {
+    auto post = [&](httplib::Client& c, const std::string& body, double* ms, json* out,
+                    std::string* err) {
       const auto t0 = Clock::now();
       auto r = c.Post("/v1/chat/completions", body, "application/json");
       *ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -311,7 +333,8 @@ Runner AddBenchServe(CLI::App& app) {
       std::atomic<int> next{0};
       std::mutex mu;
       const auto t0 = Clock::now();
-      const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+      const auto deadline =
+          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
       const size_t base = m.next;
       auto client = [&] {
         httplib::Client c(target.host, target.port);
@@ -320,11 +343,14 @@ Runner AddBenchServe(CLI::App& app) {
         for (;;) {
           const int i = next.fetch_add(1);
           if (i >= count) return;
-          const auto at = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(due[i]));
+          const auto at = t0 + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(due[i]));
           if (at >= deadline) return;
           std::this_thread::sleep_until(at);
           if (Clock::now() >= deadline) return;
-          const double late_ms = o->rate > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - at).count() : 0;
+          const double late_ms =
+              o->rate > 0 ? std::chrono::duration<double, std::milli>(Clock::now() - at).count()
+                          : 0;
           json b = json::parse(bodies[(base + i) % bodies.size()]);
           b["cache"] = m.name;
           double ms = 0;
@@ -368,15 +394,16 @@ Runner AddBenchServe(CLI::App& app) {
         double ms;
         json out;
         std::string err;
-        if (!post(c, b.dump(), &ms, &out, &err)) throw Error(ErrorKind::kIo, "bench-serve: warm-up request failed: " + err);
+        if (!post(c, b.dump(), &ms, &out, &err))
+          throw Error(ErrorKind::kIo, "bench-serve: warm-up request failed: " + err);
       }
       for (int r = 0; r < o->rounds; ++r) {
         const int count = o->requests / o->rounds + (r < o->requests % o->rounds ? 1 : 0);
         if (count == 0) continue;
         for (ModeStats& m : modes) {
           turn(m, count, o->duration / o->rounds);
-          std::fprintf(stderr, "  round %d %-14s %d requests, %.1fs so far\n", r + 1, m.name.c_str(), m.requests,
-                       m.seconds);
+          std::fprintf(stderr, "  round %d %-14s %d requests, %.1fs so far\n", r + 1,
+                       m.name.c_str(), m.requests, m.seconds);
         }
       }
     } catch (...) {
@@ -396,20 +423,24 @@ Runner AddBenchServe(CLI::App& app) {
     int total_errors = 0;
     char arrival[160];
     if (o->rate > 0) {
-      std::snprintf(arrival, sizeof arrival, "Poisson arrivals at %g req/s (seed %llu), at most %d in flight", o->rate,
+      std::snprintf(arrival, sizeof arrival,
+                    "Poisson arrivals at %g req/s (seed %llu), at most %d in flight", o->rate,
                     static_cast<unsigned long long>(o->seed), o->clients);
     } else {
       std::snprintf(arrival, sizeof arrival, "%d clients (closed loop)", o->clients);
     }
-    std::printf("%s, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, refresh %d, %zu prefixes x %d, "
-                "mean prompt %.0f tokens (prefix %.0f)\n",
-                arrival, o->requests, o->rounds, o->max_tokens, steps, block, o->refresh, w.groups.size(),
-                o->per_prefix, mean_prompt, mean_prefix);
-    std::printf("%-14s %6s %6s %9s %7s %7s %9s %9s %8s %8s\n", "mode", "reqs", "errors", "tok/s", "x none", "req/s",
-                "p50 ms", "p99 ms", "pfx hit", "req hit");
+    std::printf(
+        "%s, %d requests/mode in %d rounds, max_tokens %d, steps %d, block %d, refresh %d, %zu "
+        "prefixes x %d, "
+        "mean prompt %.0f tokens (prefix %.0f)\n",
+        arrival, o->requests, o->rounds, o->max_tokens, steps, block, o->refresh, w.groups.size(),
+        o->per_prefix, mean_prompt, mean_prefix);
+    std::printf("%-14s %6s %6s %9s %7s %7s %9s %9s %8s %8s\n", "mode", "reqs", "errors", "tok/s",
+                "x none", "req/s", "p50 ms", "p99 ms", "pfx hit", "req hit");
     for (const auto& m : modes) {
       const int ok = m.requests - m.errors;
-      const double hit = m.prefix_query_tokens > 0 ? m.prefix_hit_tokens / m.prefix_query_tokens : 0.0;
+      const double hit =
+          m.prefix_query_tokens > 0 ? m.prefix_hit_tokens / m.prefix_query_tokens : 0.0;
       const double ratio = none && tps(*none) > 0 ? tps(m) / tps(*none) : 0.0;
       total_errors += m.errors;
       json j = {{"requests", m.requests},
@@ -424,52 +455,57 @@ Runner AddBenchServe(CLI::App& app) {
                 {"prefix_hit_tokens", m.prefix_hit_tokens},
                 {"prefix_query_tokens", m.prefix_query_tokens},
                 {"request_hit_rate", ok > 0 ? static_cast<double>(m.hits) / ok : 0.0},
-                {"mean_send_delay_ms", m.send_delays_ms.empty() ? 0.0
-                                                                 : std::accumulate(m.send_delays_ms.begin(), m.send_delays_ms.end(), 0.0) /
-                                                                       m.send_delays_ms.size()},
+                {"mean_send_delay_ms",
+                 m.send_delays_ms.empty()
+                     ? 0.0
+                     : std::accumulate(m.send_delays_ms.begin(), m.send_delays_ms.end(), 0.0) /
+                           m.send_delays_ms.size()},
                 {"error_samples", m.error_samples}};
       if (none) vs_none[m.name] = ratio;
       jmodes[m.name] = j;
-      std::printf("%-14s %6d %6d %9.1f %6.2fx %7.2f %9.0f %9.0f %8.3f %8.3f\n", m.name.c_str(), m.requests, m.errors,
-                  tps(m), ratio, j["requests_per_s"].get<double>(), j["p50_ms"].get<double>(),
-                  j["p99_ms"].get<double>(), hit, j["request_hit_rate"].get<double>());
+      std::printf("%-14s %6d %6d %9.1f %6.2fx %7.2f %9.0f %9.0f %8.3f %8.3f\n", m.name.c_str(),
+                  m.requests, m.errors, tps(m), ratio, j["requests_per_s"].get<double>(),
+                  j["p50_ms"].get<double>(), j["p99_ms"].get<double>(), hit,
+                  j["request_hit_rate"].get<double>());
       for (const auto& e : m.error_samples) std::printf("    error: %s\n", e.c_str());
     }
     if (!o->json.empty()) {
       json groups = json::array();
-      for (const auto& g : w.groups) groups.push_back({{"prefix", g.key}, {"family", g.family}, {"ratio", g.ratio}});
-      json out = {
-          {"modes", jmodes},
-          {"speedup_vs_none", vs_none},
-          {"errors", total_errors},
-          {"settings",
-           {{"url", o->url.empty() ? "in-process http://" + target.host + ":" + std::to_string(target.port) : o->url},
-            {"model", o->model},
-            {"suite", o->suite},
-            {"clients", o->clients},
-            {"arrival", o->rate > 0 ? "poisson" : "closed"},
-            {"rate", o->rate},
-            {"seed", o->seed},
-            {"requests_per_mode", o->requests},
-            {"rounds", o->rounds},
-            {"duration_s", o->duration},
-            {"max_tokens", o->max_tokens},
-            {"steps", steps},
-            {"block_length", block},
-            {"refresh", o->refresh},
-            {"prefixes", w.groups.size()},
-            {"per_prefix", o->per_prefix},
-            {"mean_prompt_tokens", mean_prompt},
-            {"mean_prefix_tokens", mean_prefix},
-            {"threads", o->threads},
-            {"wall_seconds", wall},
-            {"groups", groups}}},
-          {"machine", {{"cpu", CpuName()}, {"cores", std::thread::hardware_concurrency()}}},
-          {"server_after",
-           {{"running", Metric(final_metrics, "vllm:num_requests_running")},
-            {"waiting", Metric(final_metrics, "vllm:num_requests_waiting")},
-            {"pinned_bytes", Metric(final_metrics, "bicache_cache_pinned_bytes")},
-            {"failed", Metric(final_metrics, "bicache_requests_failed_total")}}}};
+      for (const auto& g : w.groups)
+        groups.push_back({{"prefix", g.key}, {"family", g.family}, {"ratio", g.ratio}});
+      json out = {{"modes", jmodes},
+                  {"speedup_vs_none", vs_none},
+                  {"errors", total_errors},
+                  {"settings",
+                   {{"url", o->url.empty() ? "in-process http://" + target.host + ":" +
+                                                 std::to_string(target.port)
+                                           : o->url},
+                    {"model", o->model},
+                    {"suite", o->suite},
+                    {"clients", o->clients},
+                    {"arrival", o->rate > 0 ? "poisson" : "closed"},
+                    {"rate", o->rate},
+                    {"seed", o->seed},
+                    {"requests_per_mode", o->requests},
+                    {"rounds", o->rounds},
+                    {"duration_s", o->duration},
+                    {"max_tokens", o->max_tokens},
+                    {"steps", steps},
+                    {"block_length", block},
+                    {"refresh", o->refresh},
+                    {"prefixes", w.groups.size()},
+                    {"per_prefix", o->per_prefix},
+                    {"mean_prompt_tokens", mean_prompt},
+                    {"mean_prefix_tokens", mean_prefix},
+                    {"threads", o->threads},
+                    {"wall_seconds", wall},
+                    {"groups", groups}}},
+                  {"machine", {{"cpu", CpuName()}, {"cores", std::thread::hardware_concurrency()}}},
+                  {"server_after",
+                   {{"running", Metric(final_metrics, "vllm:num_requests_running")},
+                    {"waiting", Metric(final_metrics, "vllm:num_requests_waiting")},
+                    {"pinned_bytes", Metric(final_metrics, "bicache_cache_pinned_bytes")},
+                    {"failed", Metric(final_metrics, "bicache_requests_failed_total")}}}};
       std::ofstream f(o->json);
       f << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       if (!f) throw Error(ErrorKind::kIo, "--json: cannot write '" + o->json + "'");

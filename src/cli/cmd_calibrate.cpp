@@ -22,7 +22,8 @@
 namespace bicache::cli {
 
 Runner AddCalibrate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "Measure prefix K/V similarity by layer and save the BiCache depth table");
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure prefix K/V similarity by layer and save the BiCache depth table");
   struct Opts {
     std::string model, suite = engine::DefaultSuitePath(), out;
     int limit = 0, bin = 5, gen_length = 32, threads = 0;
@@ -30,18 +31,24 @@ Runner AddCalibrate(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite, "JSONL of {\"prefix\", \"prompt\"} samples (default: the held-out suite)");
-  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(NonNegative());
-  cmd->add_option("--threshold", o->threshold, "a layer is safe while its mean similarity exceeds this (0 < X < 1)");
+  cmd->add_option("--suite", o->suite,
+                  "JSONL of {\"prefix\", \"prompt\"} samples (default: the held-out suite)");
+  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
+      ->check(NonNegative());
+  cmd->add_option("--threshold", o->threshold,
+                  "a layer is safe while its mean similarity exceeds this (0 < X < 1)");
   cmd->add_option("--bin", o->bin, "ratio bin width in percent");
-  cmd->add_option("--gen-length", o->gen_length, "mask canvas appended to every sample (as when serving)");
+  cmd->add_option("--gen-length", o->gen_length,
+                  "mask canvas appended to every sample (as when serving)");
   cmd->add_option("--out", o->out, "where to save the table (default: MODEL.gguf.depth.json)");
   AddThreadsFlag(cmd, &o->threads);
   return [=]() {
     if (o->gen_length < 1) throw Error(ErrorKind::kInvalidArgument, "--gen-length must be >= 1");
     // Checked here too (Calibrate does) so a bad flag fails before the model loads.
-    if (!(o->threshold > 0 && o->threshold < 1)) throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
-    if (o->bin < 1 || o->bin > 50) throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
+    if (!(o->threshold > 0 && o->threshold < 1))
+      throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
+    if (o->bin < 1 || o->bin > 50)
+      throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
     ApplyThreads(o->threads);
     const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
     auto lm = engine::LoadedModel::Load(o->model);
@@ -68,15 +75,18 @@ Runner AddCalibrate(CLI::App& app) {
       }
     }
     if (too_long || no_prefix) {
-      std::fprintf(stderr, "bicache: warning: skipped %d samples longer than the context (%d tokens) and %d without a prefix\n",
+      std::fprintf(stderr,
+                   "bicache: warning: skipped %d samples longer than the context (%d tokens) and "
+                   "%d without a prefix\n",
                    too_long, cfg.context_length, no_prefix);
     }
     if (samples.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, "--suite '" + o->suite + "': no sample has a prefix and fits the context");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--suite '" + o->suite + "': no sample has a prefix and fits the context");
     }
     const bool tty = isatty(2);
-    const engine::DepthTable table = engine::Calibrate(
-        lm->model(), samples, o->threshold, o->bin, [&](size_t i, size_t n) {
+    const engine::DepthTable table =
+        engine::Calibrate(lm->model(), samples, o->threshold, o->bin, [&](size_t i, size_t n) {
           if (!tty) return;
           std::fprintf(stderr, "\r\033[Kcalibrating %zu/%zu", i, n);
           if (i == n) std::fprintf(stderr, "\r\033[K");
@@ -87,8 +97,8 @@ Runner AddCalibrate(CLI::App& app) {
 
     // Curves: one row per bin, similarity of each layer, and the bin's own depth (before the
     // monotone envelope, which the step function below shows).
-    std::printf("model: %s (%d layers), %zu samples, threshold %.3f, bins of %d%%\n", lm->path().c_str(),
-                cfg.n_layer, samples.size(), o->threshold, o->bin);
+    std::printf("model: %s (%d layers), %zu samples, threshold %.3f, bins of %d%%\n",
+                lm->path().c_str(), cfg.n_layer, samples.size(), o->threshold, o->bin);
     std::printf("%-8s %7s ", "ratio%", "samples");
     for (int l = 0; l < cfg.n_layer; ++l) std::printf(" %6s", ("L" + std::to_string(l)).c_str());
     std::printf(" %6s\n", "depth");
@@ -103,7 +113,8 @@ Runner AddCalibrate(CLI::App& app) {
       std::printf("  every r: depth 0 (no ratio reaches a safe depth at this threshold)\n");
     } else {
       std::printf("  r < %d%%: depth 0\n", table.points().front().ratio_pct);
-      for (const engine::DepthPoint& p : table.points()) std::printf("  r >= %d%%: depth %d\n", p.ratio_pct, p.depth);
+      for (const engine::DepthPoint& p : table.points())
+        std::printf("  r >= %d%%: depth %d\n", p.ratio_pct, p.depth);
     }
     std::printf("saved to %s\n", out.c_str());
     return 0;

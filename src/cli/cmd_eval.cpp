@@ -41,7 +41,9 @@ std::vector<std::string> SplitList(const std::string& text, const char* flag) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.empty()) throw Error(ErrorKind::kInvalidArgument, std::string(flag) + ": empty item in '" + text + "'");
+    if (item.empty())
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string(flag) + ": empty item in '" + text + "'");
     out.push_back(item);
   }
   return out;
@@ -49,20 +51,24 @@ std::vector<std::string> SplitList(const std::string& text, const char* flag) {
 
 // The samples to run, in file order: the first `limit` of each family (0 = all), restricted to
 // `families` when given (each must exist in the suite).
-std::vector<const engine::SuiteSample*> Select(const std::vector<engine::SuiteSample>& suite, int limit,
+std::vector<const engine::SuiteSample*> Select(const std::vector<engine::SuiteSample>& suite,
+                                               int limit,
                                                const std::vector<std::string>& families) {
   const std::vector<std::string> known = engine::Families(suite);
   for (const std::string& f : families) {
     if (std::find(known.begin(), known.end(), f) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error(ErrorKind::kInvalidArgument, "--families: '" + f + "' is not in the suite (it has: " + list + ")");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--families: '" + f + "' is not in the suite (it has: " + list + ")");
     }
   }
   std::map<std::string, int> taken;
   std::vector<const engine::SuiteSample*> out;
   for (const auto& s : suite) {
-    if (!families.empty() && std::find(families.begin(), families.end(), s.family) == families.end()) continue;
+    if (!families.empty() &&
+        std::find(families.begin(), families.end(), s.family) == families.end())
+      continue;
     if (limit > 0 && taken[s.family] >= limit) continue;
     taken[s.family]++;
     out.push_back(&s);
@@ -81,13 +87,17 @@ Runner AddEval(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite, "JSONL suite (default: the embedded model's held-out suite)");
-  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")->check(NonNegative());
-  cmd->add_option("--batch", o->batch,
-                  "samples run together in one forward (the answers do not depend on it; larger is faster)")
+  cmd->add_option("--suite", o->suite,
+                  "JSONL suite (default: the embedded model's held-out suite)");
+  cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
+      ->check(NonNegative());
+  cmd->add_option(
+         "--batch", o->batch,
+         "samples run together in one forward (the answers do not depend on it; larger is faster)")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--families", o->families, "comma-separated families to run (default: all)");
-  cmd->add_option("--json", o->json, "write per-sample results and the summary as JSON here ('-' = stdout)");
+  cmd->add_option("--json", o->json,
+                  "write per-sample results and the summary as JSON here ('-' = stdout)");
   AddThreadsFlag(cmd, &o->threads);
   o->s.Register(cmd);
   return [=]() {
@@ -96,8 +106,8 @@ Runner AddEval(CLI::App& app) {
     base.sampler = o->s.Sampler();
     base.cache = o->s.Cache();
     base.refresh_interval = o->s.refresh;
-    const std::vector<std::string> families = o->families.empty() ? std::vector<std::string>{}
-                                                                    : SplitList(o->families, "--families");
+    const std::vector<std::string> families =
+        o->families.empty() ? std::vector<std::string>{} : SplitList(o->families, "--families");
     const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
     const std::vector<const engine::SuiteSample*> selected = Select(suite, o->limit, families);
     auto lm = engine::LoadedModel::Load(o->model);
@@ -147,8 +157,10 @@ Runner AddEval(CLI::App& app) {
         req.prompt = prompt.tokens;
         req.prefix_len = prompt.prefix_len;
         const auto ts = std::chrono::steady_clock::now();
-        auto started = eng.Start(std::move(req));  // a prefix-entry build on a miss counts to this sample
-        started->add_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count());
+        auto started =
+            eng.Start(std::move(req));  // a prefix-entry build on a miss counts to this sample
+        started->add_seconds(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count());
         running.emplace_back(i, std::move(started));
       }
       if (running.empty()) continue;
@@ -169,10 +181,13 @@ Runner AddEval(CLI::App& app) {
       }
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     // Aggregates. Speed and cache figures are over the samples that ran (errors have none).
-    struct Tally { int n = 0, correct = 0; };
+    struct Tally {
+      int n = 0, correct = 0;
+    };
     std::map<std::string, Tally> by_family;
     Tally all;
     int ran = 0, errors = 0, hits = 0;
@@ -186,7 +201,8 @@ Runner AddEval(CLI::App& app) {
         continue;
       }
       ran++;
-      steps += out.r.steps, forwards += out.r.forwards, depth += out.r.depth, ratio += out.r.prefix_ratio;
+      steps += out.r.steps, forwards += out.r.forwards, depth += out.r.depth,
+          ratio += out.r.prefix_ratio;
       hits += out.r.prefix_hit;
       seconds += out.r.seconds;
       answer_tokens += out.r.answer.size();
@@ -202,28 +218,36 @@ Runner AddEval(CLI::App& app) {
                       std::to_string(base.sampler.gen_length) + ": lower --gen-length");
     }
     if (errors > 0) {
-      std::fprintf(stderr, "bicache: warning: %d of %zu samples do not fit the model's context (%d tokens) and are scored wrong\n",
+      std::fprintf(stderr,
+                   "bicache: warning: %d of %zu samples do not fit the model's context (%d tokens) "
+                   "and are scored wrong\n",
                    errors, outcomes.size(), cfg.context_length);
     }
 
     const bool json_stdout = o->json == "-";
     if (!json_stdout) {
-      std::printf("model: %s\nsuite: %s\nsettings: cache %s%s, gen %d, steps %d, block %d, %s, seed %llu\n",
-                  lm->path().c_str(), o->suite.c_str(), base.cache.ToString().c_str(),
-                  base.cache.prefix == engine::PrefixReuse::kBicache && !have_table ? " (no depth table: depth 0)" : "",
-                  base.sampler.gen_length, base.sampler.steps, base.sampler.block_length,
-                  diffusion::AlgorithmName(base.sampler.algorithm), (unsigned long long)base.sampler.seed);
+      std::printf(
+          "model: %s\nsuite: %s\nsettings: cache %s%s, gen %d, steps %d, block %d, %s, seed %llu\n",
+          lm->path().c_str(), o->suite.c_str(), base.cache.ToString().c_str(),
+          base.cache.prefix == engine::PrefixReuse::kBicache && !have_table
+              ? " (no depth table: depth 0)"
+              : "",
+          base.sampler.gen_length, base.sampler.steps, base.sampler.block_length,
+          diffusion::AlgorithmName(base.sampler.algorithm), (unsigned long long)base.sampler.seed);
       std::printf("%-12s %5s %8s %9s\n", "family", "n", "correct", "accuracy");
       for (const std::string& f : fam_order) {
         auto it = by_family.find(f);
         if (it == by_family.end()) continue;
-        std::printf("%-12s %5d %8d %9.3f\n", f.c_str(), it->second.n, it->second.correct, acc(it->second));
+        std::printf("%-12s %5d %8d %9.3f\n", f.c_str(), it->second.n, it->second.correct,
+                    acc(it->second));
       }
       std::printf("%-12s %5d %8d %9.3f\n", "overall", all.n, all.correct, acc(all));
-      std::printf("mean steps %.2f, mean forwards %.2f, %.1f tokens/s, cache hit rate %.3f, mean depth %.2f, "
-                  "mean reused-prefix ratio %.3f, %.1f s%s\n",
-                  mean(steps), mean(forwards), tok_s, mean(hits), mean(depth), mean(ratio), wall,
-                  errors ? (", " + std::to_string(errors) + " did not fit the context").c_str() : "");
+      std::printf(
+          "mean steps %.2f, mean forwards %.2f, %.1f tokens/s, cache hit rate %.3f, mean depth "
+          "%.2f, "
+          "mean reused-prefix ratio %.3f, %.1f s%s\n",
+          mean(steps), mean(forwards), tok_s, mean(hits), mean(depth), mean(ratio), wall,
+          errors ? (", " + std::to_string(errors) + " did not fit the context").c_str() : "");
     }
     if (!o->json.empty()) {
       using nlohmann::json;
@@ -233,11 +257,19 @@ Runner AddEval(CLI::App& app) {
       }
       json results = json::array();
       for (const Outcome& out : outcomes) {
-        json r = {{"id", out.sample->id}, {"family", out.sample->family}, {"answer", out.answer},
-                  {"expected", out.sample->answer}, {"correct", out.correct}, {"depth", out.r.depth},
-                  {"prefix_tokens", out.r.prefix_used}, {"prefix_hit", out.r.prefix_hit},
-                  {"prefix_ratio", out.r.prefix_ratio}, {"steps", out.r.steps}, {"forwards", out.r.forwards},
-                  {"finish_reason", out.r.finish_reason}, {"seconds", out.r.seconds}};
+        json r = {{"id", out.sample->id},
+                  {"family", out.sample->family},
+                  {"answer", out.answer},
+                  {"expected", out.sample->answer},
+                  {"correct", out.correct},
+                  {"depth", out.r.depth},
+                  {"prefix_tokens", out.r.prefix_used},
+                  {"prefix_hit", out.r.prefix_hit},
+                  {"prefix_ratio", out.r.prefix_ratio},
+                  {"steps", out.r.steps},
+                  {"forwards", out.r.forwards},
+                  {"finish_reason", out.r.finish_reason},
+                  {"seconds", out.r.seconds}};
         if (!out.error.empty()) r["error"] = out.error;
         results.push_back(std::move(r));
       }
@@ -245,16 +277,35 @@ Runner AddEval(CLI::App& app) {
       json j = {{"n", all.n},
                 {"overall", acc(all)},
                 {"accuracy", accuracy},
-                {"settings", {{"model", lm->path()}, {"suite", o->suite}, {"limit_per_family", o->limit},
-                              {"families", families}, {"gen_length", sc.gen_length}, {"steps", sc.steps},
-                              {"block_length", sc.block_length}, {"algorithm", diffusion::AlgorithmName(sc.algorithm)},
-                              {"temperature", sc.temperature}, {"top_p", sc.top_p}, {"top_k", sc.top_k},
-                              {"alg_temp", sc.alg_temp}, {"threshold", sc.threshold}, {"cfg", sc.cfg_scale},
-                              {"seed", sc.seed}, {"cache", base.cache.ToString()}, {"refresh", base.refresh_interval}, {"batch", o->batch},
-                              {"depth_table", have_table ? lm->depth_table_path() : ""}}},
-                {"summary", {{"errors", errors}, {"mean_steps", mean(steps)}, {"mean_forwards", mean(forwards)},
-                             {"tokens_per_s", tok_s}, {"cache_hit_rate", mean(hits)}, {"mean_depth", mean(depth)},
-                             {"mean_prefix_ratio", mean(ratio)}, {"seconds", wall}}},
+                {"settings",
+                 {{"model", lm->path()},
+                  {"suite", o->suite},
+                  {"limit_per_family", o->limit},
+                  {"families", families},
+                  {"gen_length", sc.gen_length},
+                  {"steps", sc.steps},
+                  {"block_length", sc.block_length},
+                  {"algorithm", diffusion::AlgorithmName(sc.algorithm)},
+                  {"temperature", sc.temperature},
+                  {"top_p", sc.top_p},
+                  {"top_k", sc.top_k},
+                  {"alg_temp", sc.alg_temp},
+                  {"threshold", sc.threshold},
+                  {"cfg", sc.cfg_scale},
+                  {"seed", sc.seed},
+                  {"cache", base.cache.ToString()},
+                  {"refresh", base.refresh_interval},
+                  {"batch", o->batch},
+                  {"depth_table", have_table ? lm->depth_table_path() : ""}}},
+                {"summary",
+                 {{"errors", errors},
+                  {"mean_steps", mean(steps)},
+                  {"mean_forwards", mean(forwards)},
+                  {"tokens_per_s", tok_s},
+                  {"cache_hit_rate", mean(hits)},
+                  {"mean_depth", mean(depth)},
+                  {"mean_prefix_ratio", mean(ratio)},
+                  {"seconds", wall}}},
                 {"results", results}};
       const std::string text = j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
       if (json_stdout) {

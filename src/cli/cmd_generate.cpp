@@ -18,7 +18,8 @@ namespace {
 // Draws the progress line (and the canvas with --visual) on stderr.
 class ProgressView {
  public:
-  ProgressView(const engine::LoadedModel& lm, bool visual) : lm_(lm), visual_(visual), tty_(isatty(2)) {}
+  ProgressView(const engine::LoadedModel& lm, bool visual)
+      : lm_(lm), visual_(visual), tty_(isatty(2)) {}
   void Update(const engine::Request& req) {
     if (!tty_) return;
     const auto& dn = req.denoiser();
@@ -26,16 +27,20 @@ class ProgressView {
     int committed = 0;
     const int32_t mask = lm_.model().config().mask_token_id;
     for (int32_t t : canvas) committed += t != mask;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const int width = 30, filled = canvas.empty() ? 0 : width * committed / static_cast<int>(canvas.size());
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const int width = 30,
+              filled = canvas.empty() ? 0 : width * committed / static_cast<int>(canvas.size());
     std::string bar(filled, '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "\r\033[K[%s] step %d  %d/%zu tokens  %.1f tok/s", bar.c_str(), dn.step(), committed,
-                 canvas.size(), secs > 0 ? committed / secs : 0.0);
+    std::fprintf(stderr, "\r\033[K[%s] step %d  %d/%zu tokens  %.1f tok/s", bar.c_str(), dn.step(),
+                 committed, canvas.size(), secs > 0 ? committed / secs : 0.0);
     if (visual_) {
       std::string text;
-      for (int32_t t : canvas) text += t == mask ? "\xE2\x96\x91" : lm_.Detokenize({&t, 1});  // U+2591 for masks
-      for (char& c : text) if (c == '\n') c = ' ';
+      for (int32_t t : canvas)
+        text += t == mask ? "\xE2\x96\x91" : lm_.Detokenize({&t, 1});  // U+2591 for masks
+      for (char& c : text)
+        if (c == '\n') c = ' ';
       std::fprintf(stderr, "\n\033[K%s\033[1A", text.c_str());
     }
     std::fflush(stderr);
@@ -63,18 +68,23 @@ Runner AddGenerate(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
   auto* p = cmd->add_option("-p,--prompt", o->prompt, "plain prompt text (special tokens parsed)");
-  auto* c = cmd->add_option("--chat", o->chat, "user message, formatted with the model's chat template");
+  auto* c =
+      cmd->add_option("--chat", o->chat, "user message, formatted with the model's chat template");
   p->excludes(c);
   cmd->add_option("--system", o->system, "system message (with --chat): the shareable prefix");
-  cmd->add_option("--prefix", o->prefix, "plain text prepended to --prompt and declared as the shared prefix");
+  cmd->add_option("--prefix", o->prefix,
+                  "plain text prepended to --prompt and declared as the shared prefix");
   cmd->add_flag("--json", o->json, "print the answer and statistics as JSON");
   cmd->add_flag("--visual", o->visual, "show the canvas being unmasked (terminal only)");
   AddThreadsFlag(cmd, &o->threads);
   o->s.Register(cmd);
   return [=]() {
-    if (o->prompt.empty() == o->chat.empty()) throw Error(ErrorKind::kInvalidArgument, "give exactly one of -p/--prompt or --chat");
-    if (!o->system.empty() && o->chat.empty()) throw Error(ErrorKind::kInvalidArgument, "--system needs --chat");
-    if (!o->prefix.empty() && o->prompt.empty()) throw Error(ErrorKind::kInvalidArgument, "--prefix needs -p/--prompt");
+    if (o->prompt.empty() == o->chat.empty())
+      throw Error(ErrorKind::kInvalidArgument, "give exactly one of -p/--prompt or --chat");
+    if (!o->system.empty() && o->chat.empty())
+      throw Error(ErrorKind::kInvalidArgument, "--system needs --chat");
+    if (!o->prefix.empty() && o->prompt.empty())
+      throw Error(ErrorKind::kInvalidArgument, "--prefix needs -p/--prompt");
     ApplyThreads(o->threads);
     engine::RequestOptions req;
     req.sampler = o->s.Sampler();
@@ -97,7 +107,8 @@ Runner AddGenerate(CLI::App& app) {
     engine::EngineOptions eo;
     eo.cache_budget_bytes = static_cast<size_t>(o->s.cache_budget_mb * 1024 * 1024);
     eo.depth_table = lm->LoadDepthTable();
-    if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty()) WarnNoDepthTable(lm->depth_table_path());
+    if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty())
+      WarnNoDepthTable(lm->depth_table_path());
     eo.audit_rate = o->s.audit_rate;
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);
@@ -113,8 +124,12 @@ Runner AddGenerate(CLI::App& app) {
                           {"seconds", r.seconds},
                           {"tokens_per_s", r.seconds > 0 ? r.answer.size() / r.seconds : 0.0},
                           {"prompt_tokens", req.prompt.size()},
-                          {"cache", {{"mode", req.cache.ToString()}, {"prefix_tokens", r.prefix_used},
-                                     {"depth", r.depth}, {"hit", r.prefix_hit}, {"ratio", r.prefix_ratio}}}};
+                          {"cache",
+                           {{"mode", req.cache.ToString()},
+                            {"prefix_tokens", r.prefix_used},
+                            {"depth", r.depth},
+                            {"hit", r.prefix_hit},
+                            {"ratio", r.prefix_ratio}}}};
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::printf("%s\n", text.c_str());

@@ -6,7 +6,8 @@
 //   - output.weight (or token_embd.weight when there is no output.weight, i.e. tied) -> Q6_K
 //     (Q8_0 if its rows are not a multiple of 256);
 //   - attn_v (and attn_qkv): _M -> Q6_K in "more bits" layers (the first and last eighth and every
-//     third in between: i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2); Q4_K_S -> Q5_K for the first 4;
+//     third in between: i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2); Q4_K_S -> Q5_K for the first
+//     4;
 //   - ffn_down: _M -> Q6_K in the same "more bits" layers; Q4_K_S -> Q5_K in the first eighth;
 //   - token_embd.weight (untied) and everything else: the recipe's base type.
 // Quantisable = at least 2 dimensions, name ending in "weight" and not "_norm.weight"; everything
@@ -27,11 +28,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -57,12 +58,12 @@ struct Recipe {
 // Q5_K_S 16, Q5_K_M 17, Q6_K 18. The pure K types are tagged with the "_S" ftype, which
 // llama.cpp documents as "Q4_K (Q5_K) for all tensors".
 constexpr Recipe kRecipes[] = {
-    {"Q8_0", TensorType::Q8_0, true, 7},      {"Q4_0", TensorType::Q4_0, true, 2},
-    {"Q4_1", TensorType::Q4_1, true, 3},      {"Q5_0", TensorType::Q5_0, true, 8},
-    {"Q5_1", TensorType::Q5_1, true, 9},      {"Q4_K", TensorType::Q4_K, true, 14},
-    {"Q5_K", TensorType::Q5_K, true, 16},     {"Q6_K", TensorType::Q6_K, true, 18},
-    {"Q4_K_S", TensorType::Q4_K, false, 14},  {"Q4_K_M", TensorType::Q4_K, false, 15},
-    {"Q5_K_S", TensorType::Q5_K, false, 16},  {"Q5_K_M", TensorType::Q5_K, false, 17},
+    {"Q8_0", TensorType::Q8_0, true, 7},     {"Q4_0", TensorType::Q4_0, true, 2},
+    {"Q4_1", TensorType::Q4_1, true, 3},     {"Q5_0", TensorType::Q5_0, true, 8},
+    {"Q5_1", TensorType::Q5_1, true, 9},     {"Q4_K", TensorType::Q4_K, true, 14},
+    {"Q5_K", TensorType::Q5_K, true, 16},    {"Q6_K", TensorType::Q6_K, true, 18},
+    {"Q4_K_S", TensorType::Q4_K, false, 14}, {"Q4_K_M", TensorType::Q4_K, false, 15},
+    {"Q5_K_S", TensorType::Q5_K, false, 16}, {"Q5_K_M", TensorType::Q5_K, false, 17},
 };
 constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION, as llama-quantize writes
 
@@ -83,9 +84,12 @@ const Recipe& FindRecipe(const std::string& type) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+bool Contains(const std::string& s, const char* part) {
+  return s.find(part) != std::string::npos;
+}
 
 size_t NDims(const std::vector<uint64_t>& ne) {  // ggml_n_dims: trailing 1s do not count
   size_t n = ne.size();
@@ -106,10 +110,14 @@ uint64_t BlockElems(TensorType type) {
 // llama.cpp's tensor_type_fallback for the types we write.
 TensorType Fallback(TensorType t) {
   switch (t) {
-    case TensorType::Q4_K: return TensorType::Q5_0;
-    case TensorType::Q5_K: return TensorType::Q5_1;
-    case TensorType::Q6_K: return TensorType::Q8_0;
-    default: return TensorType::F16;
+    case TensorType::Q4_K:
+      return TensorType::Q5_0;
+    case TensorType::Q5_K:
+      return TensorType::Q5_1;
+    case TensorType::Q6_K:
+      return TensorType::Q8_0;
+    default:
+      return TensorType::F16;
   }
 }
 
@@ -144,12 +152,16 @@ std::vector<Plan> PlanTypes(const format::GgufFile& file, const Recipe& recipe) 
       if (t.name == "output.weight" || (tied && t.name == "token_embd.weight")) {
         type = t.ne[0] % BlockElems(recipe.base) != 0 ? TensorType::Q8_0 : TensorType::Q6_K;
       } else if (Contains(t.name, "attn_v.weight") || Contains(t.name, "attn_qkv.weight")) {
-        if (m_mix && more_bits(i_wv, n_wv)) type = TensorType::Q6_K;
-        else if (q4ks && i_wv < 4) type = TensorType::Q5_K;
+        if (m_mix && more_bits(i_wv, n_wv))
+          type = TensorType::Q6_K;
+        else if (q4ks && i_wv < 4)
+          type = TensorType::Q5_K;
         ++i_wv;
       } else if (Contains(t.name, "ffn_down")) {
-        if (m_mix && more_bits(i_down, n_down)) type = TensorType::Q6_K;
-        else if (q4ks && i_down < n_down / 8) type = TensorType::Q5_K;
+        if (m_mix && more_bits(i_down, n_down))
+          type = TensorType::Q6_K;
+        else if (q4ks && i_down < n_down / 8)
+          type = TensorType::Q5_K;
         ++i_down;
       }
     }
@@ -160,9 +172,9 @@ std::vector<Plan> PlanTypes(const format::GgufFile& file, const Recipe& recipe) 
       if (t.ne[0] % BlockElems(type) != 0) type = TensorType::F16;
     }
     if (!kernels::IsComputeType(t.type) && type != t.type) {
-      throw Error(ErrorKind::kUnsupported, "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
-                                               ", which cannot be converted (readable: " +
-                                               kernels::ComputeTypeList() + ")");
+      throw Error(ErrorKind::kUnsupported,
+                  "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
+                      ", which cannot be converted (readable: " + kernels::ComputeTypeList() + ")");
     }
     p.type = type;
     plans.push_back(p);
@@ -211,7 +223,8 @@ std::vector<uint8_t> Convert(const format::TensorInfo& t, TensorType to) {
 void CheckPaths(const std::string& in, const std::string& out) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(in, ec)) throw Error(ErrorKind::kIo, "cannot read input '" + in + "': no such file");
+  if (!fs::exists(in, ec))
+    throw Error(ErrorKind::kIo, "cannot read input '" + in + "': no such file");
   bool same = fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec);
   if (!same && fs::exists(out, ec)) same = fs::equivalent(in, out, ec);
   if (same) {
@@ -224,7 +237,8 @@ void CheckPaths(const std::string& in, const std::string& out) {
 
 Runner AddQuantize(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "quantize", "Quantize a GGUF model's matrices (llama.cpp block formats and Q4_K_M/Q5_K_M recipes)");
+      "quantize",
+      "Quantize a GGUF model's matrices (llama.cpp block formats and Q4_K_M/Q5_K_M recipes)");
   struct Opts {
     std::string in, out, type;
     int threads = 0;
@@ -233,7 +247,8 @@ Runner AddQuantize(CLI::App& app) {
   cmd->add_option("input", o->in, "source GGUF (F32, F16, BF16 or quantized)")->required();
   cmd->add_option("output", o->out, "GGUF file to write")->required();
   cmd->add_option("type", o->type, "target: " + ValidTypes())->required();
-  cmd->add_option("-t,--threads", o->threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("-t,--threads", o->threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(0, 1024));
   return [o]() {
     const Recipe& recipe = FindRecipe(o->type);
     CheckPaths(o->in, o->out);
@@ -258,9 +273,10 @@ Runner AddQuantize(CLI::App& app) {
 
     const auto& tensors = file.tensors();
     std::vector<format::GgufWriter::StreamedTensor> decl;
-    for (size_t i = 0; i < tensors.size(); ++i) decl.push_back({tensors[i].name, plans[i].type, tensors[i].ne});
-    std::printf("quantize %s -> %s as %s (%zu tensors, %d threads)\n", o->in.c_str(), o->out.c_str(), recipe.name,
-                tensors.size(), omp_get_max_threads());
+    for (size_t i = 0; i < tensors.size(); ++i)
+      decl.push_back({tensors[i].name, plans[i].type, tensors[i].ne});
+    std::printf("quantize %s -> %s as %s (%zu tensors, %d threads)\n", o->in.c_str(),
+                o->out.c_str(), recipe.name, tensors.size(), omp_get_max_threads());
     uint64_t bytes_in = 0, bytes_out = 0;
     try {
       writer.WriteStreamed(partial, decl, [&](size_t i) {
@@ -271,10 +287,11 @@ Runner AddQuantize(CLI::App& app) {
         std::printf("[%3zu/%zu] %-32s %-16s %6s -> %-6s%s\n", i + 1, tensors.size(), t.name.c_str(),
                     Shape(t.ne).c_str(), format::TensorTypeName(t.type).c_str(),
                     format::TensorTypeName(plans[i].type).c_str(),
-                    plans[i].fell_back ? (" (fallback: " + format::TensorTypeName(plans[i].wanted) + " needs rows of " +
-                                          std::to_string(BlockElems(plans[i].wanted)) + ")")
-                                             .c_str()
-                                       : "");
+                    plans[i].fell_back
+                        ? (" (fallback: " + format::TensorTypeName(plans[i].wanted) +
+                           " needs rows of " + std::to_string(BlockElems(plans[i].wanted)) + ")")
+                              .c_str()
+                        : "");
         std::fflush(stdout);
         return data;
       });
@@ -290,19 +307,23 @@ Runner AddQuantize(CLI::App& app) {
     std::vector<std::string> fallbacks;
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (plans[i].fell_back) {
-        fallbacks.push_back(tensors[i].name + " (" + format::TensorTypeName(plans[i].wanted) + " -> " +
-                            format::TensorTypeName(plans[i].type) + ")");
+        fallbacks.push_back(tensors[i].name + " (" + format::TensorTypeName(plans[i].wanted) +
+                            " -> " + format::TensorTypeName(plans[i].type) + ")");
       }
     }
     if (!fallbacks.empty()) {
-      std::printf("%zu tensors fell back (row length not a multiple of the block size):", fallbacks.size());
+      std::printf("%zu tensors fell back (row length not a multiple of the block size):",
+                  fallbacks.size());
       for (const auto& f : fallbacks) std::printf(" %s", f.c_str());
       std::printf("\n");
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("tensor data: %.2f MB -> %.2f MB (%.2fx smaller); wrote %s (general.file_type %u) in %.1f s\n",
-                bytes_in / 1e6, bytes_out / 1e6, bytes_out ? double(bytes_in) / double(bytes_out) : 0.0,
-                o->out.c_str(), recipe.file_type, secs);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf(
+        "tensor data: %.2f MB -> %.2f MB (%.2fx smaller); wrote %s (general.file_type %u) in %.1f "
+        "s\n",
+        bytes_in / 1e6, bytes_out / 1e6, bytes_out ? double(bytes_in) / double(bytes_out) : 0.0,
+        o->out.c_str(), recipe.file_type, secs);
     return 0;
   };
 }

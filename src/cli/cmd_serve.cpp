@@ -8,10 +8,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "engine/cache_mode.h"
@@ -33,7 +33,8 @@ std::string ResolveApiKey(const std::string& flag, const std::string& file) {
   }
   if (!flag.empty()) {
     std::fprintf(stderr,
-                 "bicache: warning: --api-key is visible to every local user (ps, /proc); use BICACHE_API_KEY "
+                 "bicache: warning: --api-key is visible to every local user (ps, /proc); use "
+                 "BICACHE_API_KEY "
                  "or --api-key-file\n");
     return flag;
   }
@@ -42,8 +43,11 @@ std::string ResolveApiKey(const std::string& flag, const std::string& file) {
     if (!f) throw Error(ErrorKind::kIo, "cannot read --api-key-file '" + file + "'");
     std::string key;
     std::getline(f, key);
-    while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    if (key.empty()) throw Error(ErrorKind::kInvalidArgument, "--api-key-file '" + file + "': the first line is empty");
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t'))
+      key.pop_back();
+    if (key.empty())
+      throw Error(ErrorKind::kInvalidArgument,
+                  "--api-key-file '" + file + "': the first line is empty");
     return key;
   }
   return env != nullptr ? std::string(env) : std::string();
@@ -65,43 +69,56 @@ Runner AddServe(CLI::App& app) {
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--host", o->s.host, "address to listen on (default 127.0.0.1: local only)");
   cmd->add_option("--port", o->s.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
-  cmd->add_option("--api-key", o->s.api_key,
-                  "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
-                  "or --api-key-file)");
-  cmd->add_option("--api-key-file", o->api_key_file, "read the API key from this file (first line)");
-  cmd->add_flag("--no-mmap", [o](int64_t) { o->s.open.mmap = false; },
-                "read the model into memory instead of memory-mapping it (a file rewritten in place can then "
-                "not crash the server)");
-  cmd->add_flag("--mlock", o->s.open.mlock, "lock the model's bytes in RAM (needs a large enough 'ulimit -l')");
-  cmd->add_option("--model-id", o->s.model_id, "model id reported by /v1/models (default: file name)");
+  cmd->add_option(
+      "--api-key", o->s.api_key,
+      "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
+      "or --api-key-file)");
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "read the API key from this file (first line)");
+  cmd->add_flag(
+      "--no-mmap", [o](int64_t) { o->s.open.mmap = false; },
+      "read the model into memory instead of memory-mapping it (a file rewritten in place can then "
+      "not crash the server)");
+  cmd->add_flag("--mlock", o->s.open.mlock,
+                "lock the model's bytes in RAM (needs a large enough 'ulimit -l')");
+  cmd->add_option("--model-id", o->s.model_id,
+                  "model id reported by /v1/models (default: file name)");
   cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
-  cmd->add_option("--refresh", o->s.limits.default_refresh,
-                  "bicache: default refresh interval R for requests without a 'refresh' field (0 = off)")
+  cmd->add_option(
+         "--refresh", o->s.limits.default_refresh,
+         "bicache: default refresh interval R for requests without a 'refresh' field (0 = off)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb, "prefix cache budget (default: 25% of free memory)")
+  cmd->add_option("--cache-budget-mb", o->s.cache_budget_mb,
+                  "prefix cache budget (default: 25% of free memory)")
       ->check(NonNegative());
   cmd->add_option("--max-tokens-limit", o->s.limits.max_tokens_limit, "largest max_tokens accepted")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--default-max-tokens", o->s.limits.default_max_tokens, "max_tokens when a request omits it")
+  cmd->add_option("--default-max-tokens", o->s.limits.default_max_tokens,
+                  "max_tokens when a request omits it")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-prompt-tokens", o->s.limits.max_prompt_tokens,
                   "largest prompt in tokens (0 = the model's context)")
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--max-steps", o->s.limits.max_steps, "largest steps accepted")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-steps", o->s.limits.max_steps, "largest steps accepted")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-queue", o->s.max_queue, "requests waiting beyond the batch; more get 429")
       ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--max-running", o->s.max_running, "requests batched together")->check(CLI::Range(1, 1 << 12));
-  cmd->add_option("--max-batch-tokens", o->s.max_batch_tokens, "token budget of one batch (0 = unlimited)")
+  cmd->add_option("--max-running", o->s.max_running, "requests batched together")
+      ->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--max-batch-tokens", o->s.max_batch_tokens,
+                  "token budget of one batch (0 = unlimited)")
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--max-body-bytes", o->s.max_body_bytes, "largest request body (413 beyond)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30));
-  cmd->add_option("--shutdown-grace", o->grace_s, "seconds in-flight requests get to finish on SIGTERM")
+  cmd->add_option("--shutdown-grace", o->grace_s,
+                  "seconds in-flight requests get to finish on SIGTERM")
       ->check(NonNegative());
   return [=]() {
     o->s.api_key = ResolveApiKey(o->s.api_key, o->api_key_file);
     ApplyThreads(o->threads);
-    o->s.threads = o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
+    o->s.threads =
+        o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
     o->s.limits.default_cache = engine::ParseCacheMode(o->cache);
     if (o->s.limits.default_cache.prefix == engine::PrefixReuse::kBicache) {
       const std::string table = engine::DepthTable::PathForModel(o->s.model_path);
@@ -166,7 +183,8 @@ Runner AddServe(CLI::App& app) {
     {
       std::unique_lock<std::mutex> l(mu);
       if (!cv.wait_for(l, std::chrono::seconds(1), [&] { return http_done; })) {
-        std::fprintf(stderr, "bicache: closing connections that are still open after the grace period\n");
+        std::fprintf(stderr,
+                     "bicache: closing connections that are still open after the grace period\n");
         std::fflush(stdout);
         std::fflush(stderr);
         std::_Exit(rc);

@@ -24,7 +24,8 @@ Runner AddTokenize(CLI::App& app) {
     std::ifstream in;
     if (!file->empty()) {
       std::error_code ec;
-      if (std::filesystem::is_directory(*file, ec)) throw Error(ErrorKind::kIo, "--file '" + *file + "' is a directory");
+      if (std::filesystem::is_directory(*file, ec))
+        throw Error(ErrorKind::kIo, "--file '" + *file + "' is a directory");
       in.open(*file);
       if (!in) throw Error(ErrorKind::kIo, "cannot open --file '" + *file + "'");
     }
@@ -36,7 +37,9 @@ Runner AddTokenize(CLI::App& app) {
       for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
       std::printf("%s\n", out.c_str());
     }
-    if (src.bad()) throw Error(ErrorKind::kIo, "cannot read " + (file->empty() ? std::string("standard input") : "--file '" + *file + "'"));
+    if (src.bad())
+      throw Error(ErrorKind::kIo, "cannot read " + (file->empty() ? std::string("standard input")
+                                                                  : "--file '" + *file + "'"));
     return 0;
   };
 }

@@ -23,8 +23,10 @@ CLI::Validator Bound(bool strict) {
   return CLI::Validator(
       [strict](std::string& value) -> std::string {
         double d = 0;
-        if (!CLI::detail::lexical_cast(value, d) || !std::isfinite(d)) return "'" + value + "' is not a number";
-        if (strict ? !(d > 0) : !(d >= 0)) return std::string("must be ") + (strict ? "> 0" : ">= 0") + ", got " + value;
+        if (!CLI::detail::lexical_cast(value, d) || !std::isfinite(d))
+          return "'" + value + "' is not a number";
+        if (strict ? !(d > 0) : !(d >= 0))
+          return std::string("must be ") + (strict ? "> 0" : ">= 0") + ", got " + value;
         return "";
       },
       strict ? "POSITIVE" : "NONNEGATIVE");
@@ -32,12 +34,18 @@ CLI::Validator Bound(bool strict) {
 
 }  // namespace
 
-CLI::Validator NonNegative() { return Bound(false); }
-CLI::Validator Positive() { return Bound(true); }
+CLI::Validator NonNegative() {
+  return Bound(false);
+}
+CLI::Validator Positive() {
+  return Bound(true);
+}
 CLI::Validator Uint64() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
         errno = 0;
         if (!digits || (std::strtoull(value.c_str(), nullptr, 10), errno == ERANGE)) {
           return "must be a whole number from 0 to 18446744073709551615, got " + value;
@@ -48,7 +56,9 @@ CLI::Validator Uint64() {
 }
 
 void WarnNoDepthTable(const std::string& path) {
-  std::fprintf(stderr, "bicache: warning: no depth table at %s: the bicache cache mode reuses no layers (depth 0); run `bicache calibrate`\n",
+  std::fprintf(stderr,
+               "bicache: warning: no depth table at %s: the bicache cache mode reuses no layers "
+               "(depth 0); run `bicache calibrate`\n",
                path.c_str());
 }
 
@@ -58,7 +68,8 @@ CommandRegistrar::CommandRegistrar(CommandFactory factory, int order) {
 
 std::vector<CommandFactory> RegisteredCommands() {
   auto entries = Registry();
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CommandFactory> out;
   for (const auto& e : entries) out.push_back(e.second);
   return out;
@@ -70,7 +81,8 @@ std::string DefaultModelPath() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+         dir = dir.parent_path()) {
       fs::path candidate = dir / "models" / "tiny-llada.gguf";
       if (fs::exists(candidate, ec)) return candidate.string();
       candidate = dir / "share" / "bicache" / "tiny-llada.gguf";
@@ -87,9 +99,11 @@ void AddModelFlag(CLI::App* cmd, std::string* path) {
 
 void AddThreadsFlag(CLI::App* cmd, int* threads) {
   *threads = 0;
-  cmd->add_option("-t,--threads", *threads,
-                  "worker threads (default: 1 for a model with d_model <= 512, where waking a second thread costs "
-                  "more than it saves; else all cores; OMP_NUM_THREADS, when set, instead of that rule)")
+  cmd->add_option(
+         "-t,--threads", *threads,
+         "worker threads (default: 1 for a model with d_model <= 512, where waking a second thread "
+         "costs "
+         "more than it saves; else all cores; OMP_NUM_THREADS, when set, instead of that rule)")
       ->check(CLI::Range(0, 1024));
 }
 

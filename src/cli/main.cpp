@@ -35,12 +35,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11 says only "A subcommand is required" for a mistyped command: name it and the commands.
     const auto subs = app.get_subcommands({});
-    const bool known = argc > 1 && std::any_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->check_name(argv[1]); });
+    const bool known = argc > 1 && std::any_of(subs.begin(), subs.end(),
+                                               [&](CLI::App* s) { return s->check_name(argv[1]); });
     if (argc > 1 && argv[1][0] != '-' && !known) {
       std::string names;
       for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
-      std::fprintf(stderr, "bicache: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
-                   argv[1], names.c_str());
+      std::fprintf(
+          stderr,
+          "bicache: unknown command '%s' (commands: %s)\nRun with --help for more information.\n",
+          argv[1], names.c_str());
       return e.get_exit_code();
     }
     return app.exit(e);

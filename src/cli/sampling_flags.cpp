@@ -9,27 +9,34 @@ namespace bicache::cli {
 void SamplingFlags::Register(CLI::App* cmd) {
   cmd->add_option("--gen-length", gen_length, "tokens to generate (the mask canvas)");
   // 0 is the "not given" sentinel below, so a literal 0 must be refused at parse time.
-  cmd->add_option("--steps", steps, "denoising steps (default: gen length)")->check(CLI::Range(1, 1000000));
-  cmd->add_option("--block-length", block_length, "semi-autoregressive block length (default: gen length)")
+  cmd->add_option("--steps", steps, "denoising steps (default: gen length)")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--algorithm", algorithm,
-                  "low_confidence, random (LLaDA); origin, maskgit_plus, topk_margin, entropy (Dream)");
+  cmd->add_option("--block-length", block_length,
+                  "semi-autoregressive block length (default: gen length)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option(
+      "--algorithm", algorithm,
+      "low_confidence, random (LLaDA); origin, maskgit_plus, topk_margin, entropy (Dream)");
   cmd->add_option("--temperature", temperature, "sampling temperature (0 = greedy)");
   cmd->add_option("--top-p", top_p, "nucleus sampling (Dream algorithms)");
   cmd->add_option("--top-k", top_k, "top-k sampling (Dream algorithms; 0 = off)");
   cmd->add_option("--alg-temp", alg_temp, "Dream: randomness of position selection");
   cmd->add_option("--eps", eps, "Dream: final timestep of the schedule");
   cmd->add_option("--threshold", threshold,
-                  "parallel decoding: commit every masked token of the block above this confidence (0 < X < 1)");
+                  "parallel decoding: commit every masked token of the block above this confidence "
+                  "(0 < X < 1)");
   cmd->add_option("--cfg", cfg, "classifier-free guidance scale (0 = off)");
   cmd->add_option("--seed", seed, "random seed")->check(Uint64());
   cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, dual, bicache+dual, ...");
   cmd->add_option("--refresh", refresh,
-                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, reusing its K/V in between (0 = every step)")
+                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, "
+                  "reusing its K/V in between (0 = every step)")
       ->capture_default_str();
-  cmd->add_option("--cache-budget-mb", cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
+  cmd->add_option("--cache-budget-mb", cache_budget_mb,
+                  "prefix cache budget (default: 25% of free memory)");
   cmd->add_option("--audit-rate", audit_rate,
-                  "recompute this fraction of prefix-reusing requests without cache and log the similarity seen");
+                  "recompute this fraction of prefix-reusing requests without cache and log the "
+                  "similarity seen");
 }
 
 diffusion::SamplerConfig SamplingFlags::Sampler() const {
@@ -47,8 +54,10 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
   s.cfg_scale = cfg;
   s.seed = seed;
   if (refresh < 0) throw Error(ErrorKind::kInvalidArgument, "--refresh must be >= 0");
-  if (!(audit_rate >= 0 && audit_rate <= 1)) throw Error(ErrorKind::kInvalidArgument, "--audit-rate must be in [0, 1]");
-  if (cache_budget_mb < 0) throw Error(ErrorKind::kInvalidArgument, "--cache-budget-mb must be >= 0");
+  if (!(audit_rate >= 0 && audit_rate <= 1))
+    throw Error(ErrorKind::kInvalidArgument, "--audit-rate must be in [0, 1]");
+  if (cache_budget_mb < 0)
+    throw Error(ErrorKind::kInvalidArgument, "--cache-budget-mb must be >= 0");
   return s;
 }
 

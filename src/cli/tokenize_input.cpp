@@ -17,7 +17,8 @@ std::string TokenTextForCli(const model::Model& model, int32_t id) {
       cached_for = &model;
     }
     std::string s = tok->DecodeText({&id, 1});
-    for (char& c : s) if (c == '\n') c = ' ';
+    for (char& c : s)
+      if (c == '\n') c = ' ';
     return "'" + s + "'";
   } catch (const std::exception&) {
     return "";  // a file without a usable tokenizer still gets its logits summary

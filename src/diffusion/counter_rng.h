@@ -10,10 +10,10 @@ namespace bicache::diffusion {
 
 // What a draw is used for; keeps the streams of different decisions independent.
 enum class RngPurpose : uint64_t {
-  kToken = 1,      // sampling x0 from a row's distribution
-  kConfidence = 2, // LLaDA `random` remasking score
-  kTransfer = 3,   // Dream `origin` per-position coin flip
-  kSelect = 4,     // Dream alg_temp position selection (Gumbel key)
+  kToken = 1,       // sampling x0 from a row's distribution
+  kConfidence = 2,  // LLaDA `random` remasking score
+  kTransfer = 3,    // Dream `origin` per-position coin flip
+  kSelect = 4,      // Dream alg_temp position selection (Gumbel key)
 };
 
 // SplitMix64's finalizer: a bijective avalanche mix of 64 bits.

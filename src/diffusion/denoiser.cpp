@@ -59,7 +59,8 @@ std::vector<Proposal> ScoreRows(const SamplerConfig& config, int vocab, const Co
 
 }  // namespace
 
-Denoiser::Denoiser(const SamplerConfig& config, int vocab_size) : config_(config), vocab_(vocab_size) {
+Denoiser::Denoiser(const SamplerConfig& config, int vocab_size)
+    : config_(config), vocab_(vocab_size) {
   Validate(config_);
   if (vocab_size <= 0) Invalid("vocab_size must be > 0 (got " + std::to_string(vocab_size) + ")");
   if (config_.mask_id >= vocab_size) {
@@ -129,7 +130,8 @@ std::vector<int> Denoiser::OriginPlanned() const {
   for (int pos : MaskedInBlock()) {
     // torch.rand(...) < p_transfer; the draw depends on the seed only, so it can be made
     // before the forward (which is what lets empty steps be skipped).
-    if (last || rng.Uniform(block_, block_step_, pos, RngPurpose::kTransfer) < p) out.push_back(pos);
+    if (last || rng.Uniform(block_, block_step_, pos, RngPurpose::kTransfer) < p)
+      out.push_back(pos);
   }
   return out;
 }
@@ -137,8 +139,8 @@ std::vector<int> Denoiser::OriginPlanned() const {
 void Denoiser::StartBlock() {
   block_step_ = 0;
   if (!UsesTimestepSchedule(config_.algorithm)) {
-    block_counts_ = LladaTransferCounts(static_cast<int>(MaskedInBlock().size()),
-                                        config_.steps_per_block());
+    block_counts_ =
+        LladaTransferCounts(static_cast<int>(MaskedInBlock().size()), config_.steps_per_block());
   }
 }
 

@@ -12,8 +12,8 @@
 //  * LLaDA (low_confidence, random): the block's masked count at block start is spread over its
 //    steps (LladaTransferCounts); the k best positions take their x0.
 //  * Dream (maskgit_plus, topk_margin, entropy): ts = linspace(1, eps, steps_per_block + 1); step i
-//    commits int(masked * (1 - ts[i+1] / ts[i])) (all remaining on the block's last step), chosen by
-//    top-k confidence, or sampled without replacement from softmax(confidence / alg_temp).
+//    commits int(masked * (1 - ts[i+1] / ts[i])) (all remaining on the block's last step), chosen
+//    by top-k confidence, or sampled without replacement from softmax(confidence / alg_temp).
 //    origin: each masked position commits with probability 1 - s/t (all on the last step).
 //    Extension: the Dream reference has no blocks; with block_length < gen_length we run its
 //    schedule inside each block with steps_per_block steps (== the reference for one block).
@@ -81,10 +81,10 @@ class Denoiser {
   bool IsStop(int32_t token) const;
   std::vector<int> MaskedInBlock() const;
   bool LastStepOfBlock() const { return block_step_ >= config_.steps_per_block() - 1; }
-  int PlannedCount(int masked) const;           // top-k count of the current step
-  std::vector<int> OriginPlanned() const;       // origin: positions whose coin flip passes
+  int PlannedCount(int masked) const;      // top-k count of the current step
+  std::vector<int> OriginPlanned() const;  // origin: positions whose coin flip passes
   void StartBlock();
-  void Advance();                               // skip empty steps / finished blocks
+  void Advance();  // skip empty steps / finished blocks
   void UpdatePrefixAndStop();
 
   SamplerConfig config_;

@@ -14,8 +14,8 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 [[noreturn]] void BadRow(int position, const char* what) {
-  throw Error(ErrorKind::kInvalidArgument,
-              std::string("logits row for canvas position ") + std::to_string(position) + " " + what);
+  throw Error(ErrorKind::kInvalidArgument, std::string("logits row for canvas position ") +
+                                               std::to_string(position) + " " + what);
 }
 
 }  // namespace
@@ -47,7 +47,9 @@ void RowScorer::ApplyTopP() {
   for (int v = 0; v < vocab_; ++v) {
     if (z_[v] != kNegInf) order_.push_back(v);
   }
-  const auto desc = [&](int32_t a, int32_t b) { return z_[a] > z_[b] || (z_[a] == z_[b] && a < b); };
+  const auto desc = [&](int32_t a, int32_t b) {
+    return z_[a] > z_[b] || (z_[a] == z_[b] && a < b);
+  };
   const double limit = static_cast<double>(config_.top_p);
   int keep = finite;  // number of sorted entries kept
   int sorted = 0;
@@ -77,7 +79,8 @@ void RowScorer::ApplyTopK() {
   }
   const size_t k = static_cast<size_t>(config_.top_k);
   if (values_.size() <= k) return;
-  std::nth_element(values_.begin(), values_.begin() + (k - 1), values_.end(), std::greater<float>());
+  std::nth_element(values_.begin(), values_.begin() + (k - 1), values_.end(),
+                   std::greater<float>());
   const float kth = values_[k - 1];
   for (int v = 0; v < vocab_; ++v) {
     if (z_[v] < kth) z_[v] = kNegInf;

@@ -12,9 +12,12 @@ constexpr struct {
   const char* name;
   Algorithm algorithm;
 } kAlgorithms[] = {
-    {"low_confidence", Algorithm::kLowConfidence}, {"random", Algorithm::kRandom},
-    {"origin", Algorithm::kOrigin},                {"maskgit_plus", Algorithm::kMaskgitPlus},
-    {"topk_margin", Algorithm::kTopkMargin},       {"entropy", Algorithm::kEntropy},
+    {"low_confidence", Algorithm::kLowConfidence},
+    {"random", Algorithm::kRandom},
+    {"origin", Algorithm::kOrigin},
+    {"maskgit_plus", Algorithm::kMaskgitPlus},
+    {"topk_margin", Algorithm::kTopkMargin},
+    {"entropy", Algorithm::kEntropy},
 };
 
 [[noreturn]] void Invalid(const std::string& message) {
@@ -58,7 +61,8 @@ bool HasModelConfidence(Algorithm algorithm) {
 }
 
 void Validate(const SamplerConfig& c) {
-  if (c.gen_length <= 0) Invalid("--gen-length must be > 0 (got " + std::to_string(c.gen_length) + ")");
+  if (c.gen_length <= 0)
+    Invalid("--gen-length must be > 0 (got " + std::to_string(c.gen_length) + ")");
   if (c.block_length <= 0) {
     Invalid("--block-length must be > 0 (got " + std::to_string(c.block_length) + ")");
   }
@@ -69,30 +73,36 @@ void Validate(const SamplerConfig& c) {
   if (c.steps <= 0) Invalid("--steps must be > 0 (got " + std::to_string(c.steps) + ")");
   const int blocks = c.num_blocks();
   if (c.steps % blocks != 0) {
-    Invalid("--steps (" + std::to_string(c.steps) + ") must be a multiple of the number of blocks (" +
-            std::to_string(blocks) + " = --gen-length / --block-length)");
+    Invalid("--steps (" + std::to_string(c.steps) +
+            ") must be a multiple of the number of blocks (" + std::to_string(blocks) +
+            " = --gen-length / --block-length)");
   }
   // `!(x >= lo)` rather than `x < lo` so that NaN is rejected too.
   if (!(c.temperature >= 0) || std::isinf(c.temperature)) {
     Invalid("--temperature must be a finite value >= 0 (got " + Num(c.temperature) + ")");
   }
-  if (!(c.top_p > 0 && c.top_p <= 1)) Invalid("--top-p must be in (0, 1] (got " + Num(c.top_p) + ")");
+  if (!(c.top_p > 0 && c.top_p <= 1))
+    Invalid("--top-p must be in (0, 1] (got " + Num(c.top_p) + ")");
   if (c.top_k < 0) Invalid("--top-k must be >= 0, 0 = off (got " + std::to_string(c.top_k) + ")");
   if (!(c.eps > 0 && c.eps < 1)) Invalid("--eps must be in (0, 1) (got " + Num(c.eps) + ")");
   if (!(c.cfg_scale >= 0) || std::isinf(c.cfg_scale)) {
-    Invalid("--cfg (cfg_scale) must be a finite value >= 0, 0 = off (got " + Num(c.cfg_scale) + ")");
+    Invalid("--cfg (cfg_scale) must be a finite value >= 0, 0 = off (got " + Num(c.cfg_scale) +
+            ")");
   }
   if (!(c.threshold >= 0 && c.threshold < 1)) {
     Invalid("--threshold must be in [0, 1), 0 = off (got " + Num(c.threshold) + ")");
   }
   const char* alg = AlgorithmName(c.algorithm);
   if (c.threshold > 0 && !HasModelConfidence(c.algorithm)) {
-    Invalid(std::string("--threshold needs a confidence-ranked --algorithm (low_confidence, maskgit_plus, "
-                        "topk_margin); '") + alg + "' has none");
+    Invalid(std::string(
+                "--threshold needs a confidence-ranked --algorithm (low_confidence, maskgit_plus, "
+                "topk_margin); '") +
+            alg + "' has none");
   }
   if (c.threshold > 0 && c.algorithm == Algorithm::kEntropy) {
     // Negative entropy is <= 0, so a threshold in (0, 1) would never be reached.
-    Invalid("--threshold cannot be used with --algorithm entropy (its confidence, -entropy, is <= 0)");
+    Invalid(
+        "--threshold cannot be used with --algorithm entropy (its confidence, -entropy, is <= 0)");
   }
   if (!(c.alg_temp >= 0) || std::isinf(c.alg_temp)) {
     Invalid("--alg-temp must be a finite value >= 0, 0 = off (got " + Num(c.alg_temp) + ")");
@@ -100,12 +110,14 @@ void Validate(const SamplerConfig& c) {
   if (c.alg_temp > 0) {
     if (!UsesTimestepSchedule(c.algorithm) || !HasModelConfidence(c.algorithm)) {
       Invalid(std::string("--alg-temp applies to maskgit_plus, topk_margin and entropy only (got "
-                          "--algorithm ") + alg + ")");
+                          "--algorithm ") +
+              alg + ")");
     }
     if (c.threshold > 0) Invalid("--alg-temp cannot be combined with --threshold");
   }
   if (c.mask_id < 0) {
-    Invalid("mask_id (the model's mask token) must be >= 0 (got " + std::to_string(c.mask_id) + ")");
+    Invalid("mask_id (the model's mask token) must be >= 0 (got " + std::to_string(c.mask_id) +
+            ")");
   }
   for (int32_t id : c.stop_ids) {
     if (id < 0) Invalid("stop_ids: token id " + std::to_string(id) + " is negative");

@@ -45,8 +45,8 @@ struct SamplerConfig {
   float threshold = 0;    // Fast-dLLM parallel decoding; 0 = off, else in (0, 1)
   float cfg_scale = 0;    // classifier-free guidance; 0 = off (the engine then skips the 2nd pass)
   uint64_t seed = 0;
-  int32_t mask_id = -1;            // the model's mask token (required)
-  std::vector<int32_t> stop_ids;   // EOS / end-of-turn; the first one pads after a stop
+  int32_t mask_id = -1;           // the model's mask token (required)
+  std::vector<int32_t> stop_ids;  // EOS / end-of-turn; the first one pads after a stop
 
   int num_blocks() const { return gen_length / block_length; }
   int steps_per_block() const { return steps / num_blocks(); }

@@ -10,7 +10,8 @@ namespace {
 
 // Picks `want` groups from `pool` (indices into `groups`): round-robin over families, evenly
 // spaced by ratio inside each family. Returns them in round-robin family order.
-std::vector<int> SpreadPick(const std::vector<WorkloadGroup>& groups, const std::vector<int>& pool, int want) {
+std::vector<int> SpreadPick(const std::vector<WorkloadGroup>& groups, const std::vector<int>& pool,
+                            int want) {
   std::vector<std::string> fams;
   std::map<std::string, std::vector<int>> by_family;
   for (int g : pool) {
@@ -34,7 +35,8 @@ std::vector<int> SpreadPick(const std::vector<WorkloadGroup>& groups, const std:
   std::map<std::string, std::vector<int>> picked;
   for (const auto& f : fams) {
     auto list = by_family[f];
-    std::stable_sort(list.begin(), list.end(), [&](int a, int b) { return groups[a].ratio < groups[b].ratio; });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int a, int b) { return groups[a].ratio < groups[b].ratio; });
     const int n = static_cast<int>(list.size()), c = count[f];
     for (int j = 0; j < c; ++j) picked[f].push_back(list[static_cast<size_t>((j + 0.5) * n / c)]);
   }
@@ -52,7 +54,8 @@ std::vector<int> SpreadPick(const std::vector<WorkloadGroup>& groups, const std:
 RequestOrder ParseRequestOrder(std::string_view text) {
   if (text == "interleaved") return RequestOrder::kInterleaved;
   if (text == "grouped") return RequestOrder::kGrouped;
-  throw Error(ErrorKind::kInvalidArgument, "--order '" + std::string(text) + "': expected interleaved or grouped");
+  throw Error(ErrorKind::kInvalidArgument,
+              "--order '" + std::string(text) + "': expected interleaved or grouped");
 }
 
 RatioBand ParseRatioBand(std::string_view text) {
@@ -70,10 +73,14 @@ const char* RequestOrderName(RequestOrder order) {
 
 const char* RatioBandName(RatioBand band) {
   switch (band) {
-    case RatioBand::kAll: return "all";
-    case RatioBand::kShort: return "short";
-    case RatioBand::kLong: return "long";
-    case RatioBand::kSweep: return "sweep";
+    case RatioBand::kAll:
+      return "all";
+    case RatioBand::kShort:
+      return "short";
+    case RatioBand::kLong:
+      return "long";
+    case RatioBand::kSweep:
+      return "sweep";
   }
   return "all";
 }
@@ -82,19 +89,22 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
                        const WorkloadOptions& opt) {
   if (ratios.size() != suite.size()) {
     throw Error(ErrorKind::kInvalidArgument, "BuildWorkload: " + std::to_string(ratios.size()) +
-                                                 " ratios for " + std::to_string(suite.size()) + " suite samples");
+                                                 " ratios for " + std::to_string(suite.size()) +
+                                                 " suite samples");
   }
   if (opt.prefixes < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "--prefixes must be >= 0 (0 = every usable prefix group)");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--prefixes must be >= 0 (0 = every usable prefix group)");
   }
   if (opt.per_prefix < 1) throw Error(ErrorKind::kInvalidArgument, "--per-prefix must be >= 1");
   // Unusable samples have a negative ratio (they do not fit the context with the canvas); when none
   // fits, the generation length is what to change, not the prefix counts.
-  if (!suite.empty() && std::none_of(ratios.begin(), ratios.end(), [](double r) { return r >= 0; })) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "none of the suite's " + std::to_string(suite.size()) +
-                    " samples fits the model's context with the generation length asked for (lower --gen-length; "
-                    "bench-serve: --max-tokens)");
+  if (!suite.empty() &&
+      std::none_of(ratios.begin(), ratios.end(), [](double r) { return r >= 0; })) {
+    throw Error(ErrorKind::kInvalidArgument, "none of the suite's " + std::to_string(suite.size()) +
+                                                 " samples fits the model's context with the "
+                                                 "generation length asked for (lower --gen-length; "
+                                                 "bench-serve: --max-tokens)");
   }
 
   // Qualifying groups, in first-appearance order.
@@ -108,7 +118,9 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
     WorkloadGroup& g = groups[it->second];
     if (static_cast<int>(g.samples.size()) < opt.per_prefix) g.samples.push_back(i);
   }
-  std::erase_if(groups, [&](const WorkloadGroup& g) { return static_cast<int>(g.samples.size()) < opt.per_prefix; });
+  std::erase_if(groups, [&](const WorkloadGroup& g) {
+    return static_cast<int>(g.samples.size()) < opt.per_prefix;
+  });
   for (auto& g : groups) {
     double sum = 0;
     for (size_t i : g.samples) sum += ratios[i];
@@ -129,8 +141,9 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
   auto need = [&](const std::vector<int>& pool, const char* what) {
     if (static_cast<int>(pool.size()) < std::max(1, opt.prefixes)) {
       throw Error(ErrorKind::kInvalidArgument,
-                  "--prefixes " + std::to_string(opt.prefixes) + " --per-prefix " + std::to_string(opt.per_prefix) +
-                      ": the suite has only " + std::to_string(pool.size()) + " usable prefix groups " + what +
+                  "--prefixes " + std::to_string(opt.prefixes) + " --per-prefix " +
+                      std::to_string(opt.per_prefix) + ": the suite has only " +
+                      std::to_string(pool.size()) + " usable prefix groups " + what +
                       " with that many requests each (lower --prefixes or --per-prefix)");
     }
   };
@@ -145,9 +158,15 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
     }
   };
   switch (opt.band) {
-    case RatioBand::kAll: take(all, "all", "in total"); break;
-    case RatioBand::kShort: take(shorts, "short", "in the short-prefix half (--ratio-band short)"); break;
-    case RatioBand::kLong: take(longs, "long", "in the long-prefix half (--ratio-band long)"); break;
+    case RatioBand::kAll:
+      take(all, "all", "in total");
+      break;
+    case RatioBand::kShort:
+      take(shorts, "short", "in the short-prefix half (--ratio-band short)");
+      break;
+    case RatioBand::kLong:
+      take(longs, "long", "in the long-prefix half (--ratio-band long)");
+      break;
     case RatioBand::kSweep:
       take(shorts, "short", "in the short-prefix half (--ratio-band sweep)");
       take(longs, "long", "in the long-prefix half (--ratio-band sweep)");

@@ -9,10 +9,18 @@ namespace bicache::engine {
 std::string CacheMode::ToString() const {
   std::string s;
   switch (prefix) {
-    case PrefixReuse::kNone: s = dual ? "" : "none"; break;
-    case PrefixReuse::kLlm: s = "llm"; break;
-    case PrefixReuse::kFixed: s = "fixed:" + std::to_string(fixed_depth); break;
-    case PrefixReuse::kBicache: s = "bicache"; break;
+    case PrefixReuse::kNone:
+      s = dual ? "" : "none";
+      break;
+    case PrefixReuse::kLlm:
+      s = "llm";
+      break;
+    case PrefixReuse::kFixed:
+      s = "fixed:" + std::to_string(fixed_depth);
+      break;
+    case PrefixReuse::kBicache:
+      s = "bicache";
+      break;
   }
   if (dual) s += s.empty() ? "dual" : "+dual";
   return s;
@@ -20,9 +28,10 @@ std::string CacheMode::ToString() const {
 
 CacheMode ParseCacheMode(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return Error(ErrorKind::kInvalidArgument,
-                 "cache mode '" + std::string(text) + "': " + why +
-                     " (valid: none, llm, fixed:B, bicache, dual, and X+dual such as bicache+dual)");
+    return Error(
+        ErrorKind::kInvalidArgument,
+        "cache mode '" + std::string(text) + "': " + why +
+            " (valid: none, llm, fixed:B, bicache, dual, and X+dual such as bicache+dual)");
   };
   CacheMode mode;
   std::string_view rest = text;
@@ -49,7 +58,8 @@ CacheMode ParseCacheMode(std::string_view text) {
       std::string_view num = part.substr(6);
       int depth = -1;
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), depth);
-      if (num.empty() || ec != std::errc() || p != num.data() + num.size() || depth < 0 || depth > 4096) {
+      if (num.empty() || ec != std::errc() || p != num.data() + num.size() || depth < 0 ||
+          depth > 4096) {
         throw bad("fixed:B needs a layer count B >= 0");
       }
       mode.prefix = PrefixReuse::kFixed;

@@ -38,11 +38,12 @@ model::SeqKv CaptureKv(const model::Model& m, std::span<const int32_t> tokens) {
 
 }  // namespace
 
-std::vector<double> PrefixKvSimilarity(const model::Model& model, const std::vector<int32_t>& tokens,
-                                       int prefix_len) {
+std::vector<double> PrefixKvSimilarity(const model::Model& model,
+                                       const std::vector<int32_t>& tokens, int prefix_len) {
   if (prefix_len <= 0 || prefix_len > static_cast<int>(tokens.size())) {
-    throw Error(ErrorKind::kInvalidArgument, "calibration sample: prefix length " + std::to_string(prefix_len) +
-                                                 " outside the sample's " + std::to_string(tokens.size()) + " tokens");
+    throw Error(ErrorKind::kInvalidArgument,
+                "calibration sample: prefix length " + std::to_string(prefix_len) +
+                    " outside the sample's " + std::to_string(tokens.size()) + " tokens");
   }
   const std::span<const int32_t> all(tokens);
   const model::SeqKv alone = CaptureKv(model, all.first(prefix_len));
@@ -50,19 +51,23 @@ std::vector<double> PrefixKvSimilarity(const model::Model& model, const std::vec
   const int L = model.config().n_layer, w = model.config().kv_dim();
   std::vector<double> sim(L);
   for (int l = 0; l < L; ++l) {
-    const double k = MeanRowCosine(alone.layers[l].k.data(), full.layers[l].k.data(), prefix_len, w);
-    const double v = MeanRowCosine(alone.layers[l].v.data(), full.layers[l].v.data(), prefix_len, w);
+    const double k =
+        MeanRowCosine(alone.layers[l].k.data(), full.layers[l].k.data(), prefix_len, w);
+    const double v =
+        MeanRowCosine(alone.layers[l].v.data(), full.layers[l].v.data(), prefix_len, w);
     sim[l] = 0.5 * (k + v);
   }
   return sim;
 }
 
 DepthTable Calibrate(const model::Model& model, const std::vector<CalibrationSample>& samples,
-                     double threshold, int bin_pct, const std::function<void(size_t, size_t)>& progress) {
+                     double threshold, int bin_pct,
+                     const std::function<void(size_t, size_t)>& progress) {
   if (!(threshold > 0 && threshold < 1)) {
     throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
   }
-  if (bin_pct < 1 || bin_pct > 50) throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
+  if (bin_pct < 1 || bin_pct > 50)
+    throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
   const int L = model.config().n_layer;
   std::map<int, CalibrationBin> bins;
   for (size_t i = 0; i < samples.size(); ++i) {

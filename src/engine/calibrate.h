@@ -19,11 +19,11 @@ struct CalibrationSample {
 
 // Per layer, the mean token-wise cosine similarity of the prefix's K rows (heads flattened) and V
 // rows computed from the prefix alone vs inside `tokens`, K and V averaged. [n_layer]
-std::vector<double> PrefixKvSimilarity(const model::Model& model, const std::vector<int32_t>& tokens,
-                                       int prefix_len);
+std::vector<double> PrefixKvSimilarity(const model::Model& model,
+                                       const std::vector<int32_t>& tokens, int prefix_len);
 
-// Measures every sample, bins by ratio (bin_pct wide bins of integer percent) and derives the table.
-// `progress(i, n)` is called after each sample (optional).
+// Measures every sample, bins by ratio (bin_pct wide bins of integer percent) and derives the
+// table. `progress(i, n)` is called after each sample (optional).
 DepthTable Calibrate(const model::Model& model, const std::vector<CalibrationSample>& samples,
                      double threshold, int bin_pct,
                      const std::function<void(size_t, size_t)>& progress = {});

@@ -23,11 +23,14 @@ DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double thresho
   t.threshold_ = threshold;
   t.n_layer_ = n_layer;
   std::erase_if(bins, [](const CalibrationBin& b) { return b.samples <= 0; });
-  std::sort(bins.begin(), bins.end(), [](const auto& a, const auto& b) { return a.ratio_pct < b.ratio_pct; });
+  std::sort(bins.begin(), bins.end(),
+            [](const auto& a, const auto& b) { return a.ratio_pct < b.ratio_pct; });
   std::vector<int> depth(bins.size());
-  for (size_t i = 0; i < bins.size(); ++i) depth[i] = BinDepth(bins[i].similarity, threshold, n_layer);
+  for (size_t i = 0; i < bins.size(); ++i)
+    depth[i] = BinDepth(bins[i].similarity, threshold, n_layer);
   // Conservative envelope: walk from the highest ratio down, keeping the running minimum.
-  for (int i = static_cast<int>(bins.size()) - 2; i >= 0; --i) depth[i] = std::min(depth[i], depth[i + 1]);
+  for (int i = static_cast<int>(bins.size()) - 2; i >= 0; --i)
+    depth[i] = std::min(depth[i], depth[i + 1]);
   int last = 0;
   for (size_t i = 0; i < bins.size(); ++i) {
     if (depth[i] > last) {
@@ -49,7 +52,9 @@ int DepthTable::Lookup(double ratio) const {
   return depth;
 }
 
-std::string DepthTable::PathForModel(const std::string& model_path) { return model_path + ".depth.json"; }
+std::string DepthTable::PathForModel(const std::string& model_path) {
+  return model_path + ".depth.json";
+}
 
 void DepthTable::Save(const std::string& path) const {
   nlohmann::json j;
@@ -58,10 +63,12 @@ void DepthTable::Save(const std::string& path) const {
   j["threshold"] = threshold_;
   j["n_layer"] = n_layer_;
   j["points"] = nlohmann::json::array();
-  for (const auto& p : points_) j["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
+  for (const auto& p : points_)
+    j["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
   j["bins"] = nlohmann::json::array();
   for (const auto& b : bins_) {
-    j["bins"].push_back({{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
+    j["bins"].push_back(
+        {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
   }
   std::ofstream f(path);
   f << j.dump(1) << "\n";
@@ -74,14 +81,17 @@ DepthTable DepthTable::Load(const std::string& path) {
   DepthTable t;
   try {
     nlohmann::json j = nlohmann::json::parse(f);
-    if (j.value("format", "") != "bicache-depth-table/1") throw std::runtime_error("unknown format tag");
+    if (j.value("format", "") != "bicache-depth-table/1")
+      throw std::runtime_error("unknown format tag");
     t.threshold_ = j.at("threshold").get<double>();
     t.n_layer_ = j.at("n_layer").get<int>();
     int last_ratio = -1, last_depth = 0;
     for (const auto& p : j.at("points")) {
       DepthPoint dp{p.at("ratio_pct").get<int>(), p.at("depth").get<int>()};
-      if (dp.ratio_pct <= last_ratio || dp.ratio_pct > 100 || dp.depth <= last_depth || dp.depth > t.n_layer_) {
-        throw std::runtime_error("points must have increasing ratio (0..100) and increasing depth (1..n_layer)");
+      if (dp.ratio_pct <= last_ratio || dp.ratio_pct > 100 || dp.depth <= last_depth ||
+          dp.depth > t.n_layer_) {
+        throw std::runtime_error(
+            "points must have increasing ratio (0..100) and increasing depth (1..n_layer)");
       }
       last_ratio = dp.ratio_pct;
       last_depth = dp.depth;

@@ -17,9 +17,9 @@
 namespace bicache::engine {
 
 struct CalibrationBin {
-  int ratio_pct = 0;                // bin: ratios in [ratio_pct, ratio_pct + bin width)
+  int ratio_pct = 0;  // bin: ratios in [ratio_pct, ratio_pct + bin width)
   int samples = 0;
-  std::vector<double> similarity;   // [n_layer] mean cosine similarity of prefix K/V (K,V averaged)
+  std::vector<double> similarity;  // [n_layer] mean cosine similarity of prefix K/V (K,V averaged)
 };
 
 struct DepthPoint {

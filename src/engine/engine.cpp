@@ -45,10 +45,14 @@ void Engine::FitBudget(cache::PrefixStore* grown) {
 int Engine::LayersHeldFor(const CacheMode& mode) const {
   const int L = model_.config().n_layer;
   switch (mode.prefix) {
-    case PrefixReuse::kNone: return 0;
-    case PrefixReuse::kLlm: return L;
-    case PrefixReuse::kFixed: return std::min(mode.fixed_depth, L);
-    case PrefixReuse::kBicache: return std::min(options_.depth_table.max_depth(), L);
+    case PrefixReuse::kNone:
+      return 0;
+    case PrefixReuse::kLlm:
+      return L;
+    case PrefixReuse::kFixed:
+      return std::min(mode.fixed_depth, L);
+    case PrefixReuse::kBicache:
+      return std::min(options_.depth_table.max_depth(), L);
   }
   return 0;
 }
@@ -70,16 +74,21 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   if (n > c.context_length) {
     throw Error(ErrorKind::kInvalidArgument,
                 "This model's maximum context length is " + std::to_string(c.context_length) +
-                    " tokens, but the request needs " + std::to_string(n) + " (" + std::to_string(P) +
-                    " prompt + " + std::to_string(opt.sampler.gen_length) + " generated)");
+                    " tokens, but the request needs " + std::to_string(n) + " (" +
+                    std::to_string(P) + " prompt + " + std::to_string(opt.sampler.gen_length) +
+                    " generated)");
   }
   for (int32_t t : opt.prompt) {
     if (t < 0 || t >= c.n_vocab) {
-      throw Error(ErrorKind::kInvalidArgument, "prompt token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.n_vocab));
+      throw Error(ErrorKind::kInvalidArgument, "prompt token id " + std::to_string(t) +
+                                                   " is outside the vocabulary of " +
+                                                   std::to_string(c.n_vocab));
     }
   }
   if (opt.sampler.cfg_scale > 0 && opt.cache.reuses_prefix()) {
-    throw Error(ErrorKind::kInvalidArgument, "classifier-free guidance (--cfg) masks the prompt, so it cannot reuse a cached prefix: use --cache none or dual");
+    throw Error(ErrorKind::kInvalidArgument,
+                "classifier-free guidance (--cfg) masks the prompt, so it cannot reuse a cached "
+                "prefix: use --cache none or dual");
   }
   // The prefix must leave at least one prompt token to compute (the shifted head reads row P-1).
   const int max_prefix = P - (c.shift_logits ? 1 : 0);
@@ -140,7 +149,9 @@ void Engine::StepBatch(std::span<Request* const> requests) {
 
 RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
   using Clock = std::chrono::steady_clock;
-  auto secs = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto secs = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
   const auto t0 = Clock::now();
   std::unique_ptr<Request> req = Start(std::move(options));
   const auto t_started = Clock::now();
@@ -189,7 +200,8 @@ void Engine::MaybeAudit(const RequestOptions& opt, int prefix_len, int depth) {
     AuditStats& a = audit_;
     if (a.mean_similarity.empty()) a.mean_similarity.assign(sim.size(), 0.0);
     a.audited++;
-    for (size_t l = 0; l < sim.size(); ++l) a.mean_similarity[l] += (sim[l] - a.mean_similarity[l]) / a.audited;
+    for (size_t l = 0; l < sim.size(); ++l)
+      a.mean_similarity[l] += (sim[l] - a.mean_similarity[l]) / a.audited;
     if (min_reused < threshold) a.below_threshold++;
     a.min_reused_similarity = std::min(a.min_reused_similarity, min_reused);
   }
@@ -197,11 +209,15 @@ void Engine::MaybeAudit(const RequestOptions& opt, int prefix_len, int depth) {
     std::string line;
     for (size_t l = 0; l < sim.size(); ++l) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%s%.3f%s", l ? " " : "", sim[l], static_cast<int>(l) + 1 == depth ? " |" : "");
+      std::snprintf(buf, sizeof buf, "%s%.3f%s", l ? " " : "", sim[l],
+                    static_cast<int>(l) + 1 == depth ? " |" : "");
       line += buf;
     }
-    std::fprintf(stderr, "bicache audit: prefix %d/%zu tokens, depth %d, similarity by layer: %s (promise: > %.2f before '|')%s\n",
-                 prefix_len, tokens.size(), depth, line.c_str(), threshold, min_reused < threshold ? "  BELOW THRESHOLD" : "");
+    std::fprintf(stderr,
+                 "bicache audit: prefix %d/%zu tokens, depth %d, similarity by layer: %s (promise: "
+                 "> %.2f before '|')%s\n",
+                 prefix_len, tokens.size(), depth, line.c_str(), threshold,
+                 min_reused < threshold ? "  BELOW THRESHOLD" : "");
   }
 }
 

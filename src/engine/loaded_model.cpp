@@ -8,11 +8,13 @@
 
 namespace bicache::engine {
 
-std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path, format::OpenOptions options) {
+std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path,
+                                               format::OpenOptions options) {
   auto lm = std::unique_ptr<LoadedModel>(new LoadedModel());
   lm->path_ = path;
   lm->model_ = model::Model::Load(path, options);
-  lm->tokenizer_ = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::FromGguf(lm->model_->file()));
+  lm->tokenizer_ =
+      std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::FromGguf(lm->model_->file()));
   if (lm->tokenizer_->n_vocab() > lm->model_->config().n_vocab) {
     throw Error(ErrorKind::kModel, "tokenizer has " + std::to_string(lm->tokenizer_->n_vocab()) +
                                        " tokens but the model's embedding only " +
@@ -24,12 +26,14 @@ std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path, format::
     lm->chat_error_ = e.what();
   }
   for (int32_t id : {lm->tokenizer_->eot_id(), lm->tokenizer_->eos_id()}) {
-    if (id >= 0 && std::find(lm->stop_ids_.begin(), lm->stop_ids_.end(), id) == lm->stop_ids_.end()) {
+    if (id >= 0 &&
+        std::find(lm->stop_ids_.begin(), lm->stop_ids_.end(), id) == lm->stop_ids_.end()) {
       lm->stop_ids_.push_back(id);
     }
   }
   // The EOS id pads the canvas after a stop, so it goes first when present.
-  if (lm->tokenizer_->eos_id() >= 0 && lm->stop_ids_.size() == 2) std::swap(lm->stop_ids_[0], lm->stop_ids_[1]);
+  if (lm->tokenizer_->eos_id() >= 0 && lm->stop_ids_.size() == 2)
+    std::swap(lm->stop_ids_[0], lm->stop_ids_[1]);
   return lm;
 }
 
@@ -44,8 +48,9 @@ DepthTable LoadedModel::LoadDepthTable() const {
   if (!std::filesystem::exists(p, ec)) return DepthTable();
   DepthTable t = DepthTable::Load(p);
   if (t.n_layer() != model_->config().n_layer) {
-    throw Error(ErrorKind::kFormat, "depth table '" + p + "' was made for " + std::to_string(t.n_layer()) +
-                                        " layers, the model has " + std::to_string(model_->config().n_layer));
+    throw Error(ErrorKind::kFormat, "depth table '" + p + "' was made for " +
+                                        std::to_string(t.n_layer()) + " layers, the model has " +
+                                        std::to_string(model_->config().n_layer));
   }
   return t;
 }
@@ -59,11 +64,13 @@ Prompt LoadedModel::ChatPrompt(const std::vector<tokenizer::ChatMessage>& messag
   // The shared prefix is the system prompt and the earlier turns. With neither (the last user turn
   // is the first message) only the template's opening tokens (<|bos|>) precede it: no prefix, not
   // a one-token cache entry that llm / fixed:B would reuse at full depth.
-  const auto last_user = std::find_if(messages.rbegin(), messages.rend(),
-                                      [](const tokenizer::ChatMessage& m) { return m.role == "user"; });
+  const auto last_user =
+      std::find_if(messages.rbegin(), messages.rend(),
+                   [](const tokenizer::ChatMessage& m) { return m.role == "user"; });
   const bool earlier = last_user != messages.rend() && std::next(last_user) != messages.rend();
   p.prefix_len = earlier ? static_cast<int>(p.tokens.size()) : 0;
-  const std::vector<int32_t> rest = tokenizer::EncodeChat(*tokenizer_, chat, chat.prefix_bytes, chat.text.size());
+  const std::vector<int32_t> rest =
+      tokenizer::EncodeChat(*tokenizer_, chat, chat.prefix_bytes, chat.text.size());
   p.tokens.insert(p.tokens.end(), rest.begin(), rest.end());
   return p;
 }

@@ -23,7 +23,8 @@ struct Prompt {
 class LoadedModel {
  public:
   // Throws bicache::Error naming the file and the problem.
-  static std::unique_ptr<LoadedModel> Load(const std::string& path, format::OpenOptions options = {});
+  static std::unique_ptr<LoadedModel> Load(const std::string& path,
+                                           format::OpenOptions options = {});
 
   const std::string& path() const { return path_; }
   const model::Model& model() const { return *model_; }

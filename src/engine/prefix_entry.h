@@ -13,7 +13,8 @@
 namespace bicache::engine {
 
 struct PrefixKvPayload : cache::PrefixPayload {
-  model::SeqKv kv;      // n_tok = prefix length; layers[l] for l < layers_held; hidden[l] for 1..layers_held
+  model::SeqKv
+      kv;  // n_tok = prefix length; layers[l] for l < layers_held; hidden[l] for 1..layers_held
   int layers_held = 0;  // serves any depth b <= layers_held
   size_t bytes() const override { return kv.bytes(); }
 };

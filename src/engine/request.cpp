@@ -6,8 +6,8 @@
 
 namespace bicache::engine {
 
-Request::Request(const model::Model& model, RequestOptions options, std::optional<cache::PrefixPin> pin,
-                 int depth, bool prefix_hit)
+Request::Request(const model::Model& model, RequestOptions options,
+                 std::optional<cache::PrefixPin> pin, int depth, bool prefix_hit)
     : model_(model),
       opt_(std::move(options)),
       pin_(std::move(pin)),
@@ -44,7 +44,8 @@ void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
   // Copy the canvas the denoiser has committed so far into the sequence.
   const auto& canvas = denoiser_.canvas();
   std::copy(canvas.begin(), canvas.end(), tokens_.begin() + prompt_len_);
-  if (!uncond_tokens_.empty()) std::copy(canvas.begin(), canvas.end(), uncond_tokens_.begin() + prompt_len_);
+  if (!uncond_tokens_.empty())
+    std::copy(canvas.begin(), canvas.end(), uncond_tokens_.begin() + prompt_len_);
 
   model::SeqPlan p;
   p.tokens = tokens_;
@@ -61,15 +62,17 @@ void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
     p.logits_end = prompt_len_ + block.second - shift_;
     p.logits = &logits_[static_cast<size_t>(block.first) * model_.config().n_vocab];
   } else {
-    const bool deep_reuse = depth_ > 0 && depth_ < L && !opt_.cache.dual && opt_.refresh_interval > 0 &&
-                            have_refresh_ && steps_since_refresh_ < opt_.refresh_interval;
+    const bool deep_reuse = depth_ > 0 && depth_ < L && !opt_.cache.dual &&
+                            opt_.refresh_interval > 0 && have_refresh_ &&
+                            steps_since_refresh_ < opt_.refresh_interval;
     if (depth_ > 0) {
       p.partial_depth = deep_reuse ? L : depth_;
       p.compute_begin = prefix_;
       p.compute_end = n;
       p.kv_in = &kv_;
     }
-    const bool capture = opt_.cache.dual || (depth_ > 0 && depth_ < L && opt_.refresh_interval > 0 && !deep_reuse);
+    const bool capture =
+        opt_.cache.dual || (depth_ > 0 && depth_ < L && opt_.refresh_interval > 0 && !deep_reuse);
     if (capture) {
       p.kv_out = &kv_;
       p.capture_kv_layers = L;

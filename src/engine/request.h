@@ -16,9 +16,9 @@
 
 namespace bicache::engine {
 
-// Default refresh interval R of partial-depth modes (bicache, fixed:B): the prefix is computed in the
-// layers past the depth on every R-th step only and its K/V reused in between (docs/bicache.md has the
-// measurement behind 8: answers unchanged in 59 of 60 held-out docqa samples, 2.5x faster).
+// Default refresh interval R of partial-depth modes (bicache, fixed:B): the prefix is computed in
+// the layers past the depth on every R-th step only and its K/V reused in between (docs/bicache.md
+// has the measurement behind 8: answers unchanged in 59 of 60 held-out docqa samples, 2.5x faster).
 inline constexpr int kDefaultRefreshInterval = 8;
 
 struct RequestOptions {
@@ -26,25 +26,27 @@ struct RequestOptions {
   int prefix_len = -1;          // declared shareable prefix; -1 = automatic, 0 = none
   diffusion::SamplerConfig sampler;
   CacheMode cache;
-  int refresh_interval = kDefaultRefreshInterval;  // R: between refreshes reuse the deep-layer prefix K/V (0 = never)
+  int refresh_interval =
+      kDefaultRefreshInterval;  // R: between refreshes reuse the deep-layer prefix K/V (0 = never)
 };
 
 struct RequestResult {
-  std::vector<int32_t> answer;   // canvas tokens before the first stop token
-  std::vector<int32_t> canvas;   // the whole final canvas
-  std::string finish_reason;     // "stop" or "length"
-  int steps = 0;                 // denoising steps
-  int forwards = 0;              // forward passes over this request (a CFG step counts 2)
-  int prefix_used = 0;           // cached prefix tokens reused (0 = none)
-  int depth = 0;                 // layers whose prefix K/V came from the cache
-  bool prefix_hit = false;       // the prefix came from the store (not built for this request)
-  double prefix_ratio = 0;       // prefix_used / (prompt + canvas)
-  uint64_t token_layers = 0;     // tokens x layers computed, summed over its forwards
-  double flops = 0;              // matmul + attention FLOPs of its forwards (Engine::Run only)
+  std::vector<int32_t> answer;  // canvas tokens before the first stop token
+  std::vector<int32_t> canvas;  // the whole final canvas
+  std::string finish_reason;    // "stop" or "length"
+  int steps = 0;                // denoising steps
+  int forwards = 0;             // forward passes over this request (a CFG step counts 2)
+  int prefix_used = 0;          // cached prefix tokens reused (0 = none)
+  int depth = 0;                // layers whose prefix K/V came from the cache
+  bool prefix_hit = false;      // the prefix came from the store (not built for this request)
+  double prefix_ratio = 0;      // prefix_used / (prompt + canvas)
+  uint64_t token_layers = 0;    // tokens x layers computed, summed over its forwards
+  double flops = 0;             // matmul + attention FLOPs of its forwards (Engine::Run only)
   double seconds = 0;
   // Where `seconds` went (Engine::Run only): `start` = prefix lookup, prefix-alone build on a miss
   // and copying the entry into the request; `forward` = the model's forwards; `sample` = the
-  // denoiser's scoring and commits. The remainder (planning, the step callback) is seconds - the three.
+  // denoiser's scoring and commits. The remainder (planning, the step callback) is seconds - the
+  // three.
   double start_seconds = 0, forward_seconds = 0, sample_seconds = 0;
 };
 
@@ -78,8 +80,8 @@ class Request {
   const model::Model& model_;
   RequestOptions opt_;
   std::optional<cache::PrefixPin> pin_;
-  int depth_ = 0;        // prefix layers served from the cache
-  int prefix_ = 0;       // prefix tokens served from the cache
+  int depth_ = 0;   // prefix layers served from the cache
+  int prefix_ = 0;  // prefix tokens served from the cache
   bool prefix_hit_ = false;
   int prompt_len_ = 0, gen_ = 0, shift_ = 0;
   diffusion::Denoiser denoiser_;

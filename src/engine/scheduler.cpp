@@ -20,17 +20,23 @@ void Call(const F& f, Args&&... args) {
 
 }  // namespace
 
-Scheduler::Scheduler(Engine& engine, SchedulerOptions options) : engine_(engine), options_(options) {
-  if (options_.max_running < 1) throw Error(ErrorKind::kInvalidArgument, "max_running must be >= 1");
+Scheduler::Scheduler(Engine& engine, SchedulerOptions options)
+    : engine_(engine), options_(options) {
+  if (options_.max_running < 1)
+    throw Error(ErrorKind::kInvalidArgument, "max_running must be >= 1");
   if (options_.max_queue < 0) throw Error(ErrorKind::kInvalidArgument, "max_queue must be >= 0");
-  if (options_.token_budget < 0) throw Error(ErrorKind::kInvalidArgument, "token_budget must be >= 0");
+  if (options_.token_budget < 0)
+    throw Error(ErrorKind::kInvalidArgument, "token_budget must be >= 0");
   counters_.depth_counts.assign(engine_.model().config().n_layer + 1, 0);
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
-Scheduler::~Scheduler() { Stop(); }
+Scheduler::~Scheduler() {
+  Stop();
+}
 
-std::shared_ptr<Scheduler::Handle> Scheduler::Submit(RequestOptions options, RequestCallbacks callbacks) {
+std::shared_ptr<Scheduler::Handle> Scheduler::Submit(RequestOptions options,
+                                                     RequestCallbacks callbacks) {
   Job job;
   job.n_tokens = static_cast<int>(options.prompt.size()) + std::max(0, options.sampler.gen_length);
   job.options = std::move(options);
@@ -148,11 +154,17 @@ void Scheduler::Admit() {
       // Start may run a forward over an uncached prefix; the batch waits for it (one worker).
       job.request = engine_.Start(job.options);
     } catch (const Error& e) {
-      { std::lock_guard<std::mutex> lock(mutex_); --running_count_; }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --running_count_;
+      }
       Finish(job, &e, false);
       continue;
     } catch (const std::exception& e) {
-      { std::lock_guard<std::mutex> lock(mutex_); --running_count_; }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --running_count_;
+      }
       const Error err(ErrorKind::kInternal, e.what());
       Finish(job, &err, false);
       continue;
@@ -191,7 +203,7 @@ void Scheduler::Step() {
   } catch (const std::exception& e) {
     // A failed forward leaves every request of the batch half-stepped: fail them all, keep serving.
     const Error err = dynamic_cast<const Error*>(&e) ? *dynamic_cast<const Error*>(&e)
-                                                    : Error(ErrorKind::kInternal, e.what());
+                                                     : Error(ErrorKind::kInternal, e.what());
     std::vector<Job> failed;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -225,7 +237,8 @@ void Scheduler::Finish(Job& job, const Error* error, bool cancelled) {
       ++counters_.finished;
       counters_.prefix_query_tokens += job.options.prompt.size();
       if (result.prefix_hit) counters_.prefix_hit_tokens += result.prefix_used;
-      const size_t d = std::min<size_t>(std::max(result.depth, 0), counters_.depth_counts.size() - 1);
+      const size_t d =
+          std::min<size_t>(std::max(result.depth, 0), counters_.depth_counts.size() - 1);
       ++counters_.depth_counts[d];
     }
   }

@@ -33,16 +33,16 @@
 namespace bicache::engine {
 
 struct SchedulerOptions {
-  int max_running = 8;    // requests in one batch
-  int max_queue = 64;     // requests waiting for admission
-  int token_budget = 0;   // sum of running n_tokens; 0 = unlimited
-  int threads = 0;        // OpenMP threads of the worker's forwards; 0 = the process default
+  int max_running = 8;   // requests in one batch
+  int max_queue = 64;    // requests waiting for admission
+  int token_budget = 0;  // sum of running n_tokens; 0 = unlimited
+  int threads = 0;       // OpenMP threads of the worker's forwards; 0 = the process default
 };
 
 struct RequestCallbacks {
-  std::function<void(const Request&)> on_step;           // after each of its steps (optional)
-  std::function<void(const RequestResult&)> on_done;     // finished normally
-  std::function<void(const Error&)> on_error;            // bad request, failure or cancellation
+  std::function<void(const Request&)> on_step;        // after each of its steps (optional)
+  std::function<void(const RequestResult&)> on_done;  // finished normally
+  std::function<void(const Error&)> on_error;         // bad request, failure or cancellation
 };
 
 struct SchedulerStats {
@@ -83,7 +83,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Enqueues a request. Throws Error(kResource) when the queue is full or the scheduler is stopping.
+  // Enqueues a request. Throws Error(kResource) when the queue is full or the scheduler is
+  // stopping.
   std::shared_ptr<Handle> Submit(RequestOptions options, RequestCallbacks callbacks);
 
   // Graceful stop: no new submissions; in-flight and queued requests may finish for up to `grace`,
@@ -113,14 +114,14 @@ class Scheduler {
   const SchedulerOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<Job> queue_;       // guarded by mutex_
-  std::vector<Job> running_;    // worker thread only (size mirrored in running_count_)
-  int running_count_ = 0;       // guarded by mutex_
-  int running_tokens_ = 0;      // worker only
-  bool stopping_ = false;       // guarded by mutex_: no new submissions
-  bool cancel_all_ = false;     // guarded by mutex_: Stop's grace ran out
+  std::deque<Job> queue_;     // guarded by mutex_
+  std::vector<Job> running_;  // worker thread only (size mirrored in running_count_)
+  int running_count_ = 0;     // guarded by mutex_
+  int running_tokens_ = 0;    // worker only
+  bool stopping_ = false;     // guarded by mutex_: no new submissions
+  bool cancel_all_ = false;   // guarded by mutex_: Stop's grace ran out
   uint64_t next_id_ = 1;
-  SchedulerStats counters_;     // guarded by mutex_ (running/waiting/cache filled on read)
+  SchedulerStats counters_;  // guarded by mutex_ (running/waiting/cache filled on read)
   std::thread worker_;
 };
 

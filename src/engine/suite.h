@@ -1,5 +1,5 @@
-// The task suite (tools/train/suite.py writes it): JSONL samples of shared prefix + request prompt +
-// reference answer, grouped by prefix. Used by `eval`, `calibrate` and `bench`.
+// The task suite (tools/train/suite.py writes it): JSONL samples of shared prefix + request prompt
+// + reference answer, grouped by prefix. Used by `eval`, `calibrate` and `bench`.
 #pragma once
 
 #include <string>

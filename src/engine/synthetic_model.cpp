@@ -20,7 +20,9 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  float Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f; }  // [-1, 1)
+  float Uniform() {
+    return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+  }  // [-1, 1)
 };
 
 void Check(bool ok, const std::string& what) {
@@ -28,8 +30,8 @@ void Check(bool ok, const std::string& what) {
 }
 
 // Adds a matrix W: [out, in] (ne = {in, out}) with entries uniform in +-scale.
-void AddMatrix(format::GgufWriter& w, Rng& rng, const std::string& name, TensorType type, uint64_t in,
-               uint64_t out, float scale) {
+void AddMatrix(format::GgufWriter& w, Rng& rng, const std::string& name, TensorType type,
+               uint64_t in, uint64_t out, float scale) {
   std::vector<float> v(in * out);
   for (float& x : v) x = rng.Uniform() * scale;
   w.AddTensor(name, type, {in, out}, format::EncodeTensor(type, v));
@@ -46,12 +48,13 @@ std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& s) {
   Check(s.d_model >= 2 && s.n_head >= 1 && s.n_kv_head >= 1 && s.d_ff >= 1 && s.n_layer >= 1 &&
             s.n_vocab >= 2 && s.context_length >= 1,
         "every size must be positive (d_model, n_vocab >= 2)");
-  Check(s.d_model % s.n_head == 0, "d_model " + std::to_string(s.d_model) + " is not a multiple of n_head " +
-                                       std::to_string(s.n_head));
+  Check(s.d_model % s.n_head == 0, "d_model " + std::to_string(s.d_model) +
+                                       " is not a multiple of n_head " + std::to_string(s.n_head));
   Check(s.n_head % s.n_kv_head == 0, "n_head is not a multiple of n_kv_head");
   Check((s.d_model / s.n_head) % 2 == 0, "head_dim must be even (RoPE)");
   const bool quant = s.matrix_type == TensorType::Q8_0 || s.matrix_type == TensorType::Q4_0;
-  Check(!quant || (s.d_model % 32 == 0 && s.d_ff % 32 == 0), "quantised matrices need d_model and d_ff multiples of 32");
+  Check(!quant || (s.d_model % 32 == 0 && s.d_ff % 32 == 0),
+        "quantised matrices need d_model and d_ff multiples of 32");
 
   const uint64_t d = s.d_model, hd = d / s.n_head, q = d, kv = hd * s.n_kv_head, ff = s.d_ff;
   format::GgufWriter w;
@@ -68,7 +71,8 @@ std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& s) {
   w.SetValue("tokenizer.ggml.mask_token_id", format::Value::U32(s.n_vocab - 1));
 
   Rng rng{s.seed};
-  const float sd = 1.0f / std::sqrt(static_cast<float>(d)), sf = 1.0f / std::sqrt(static_cast<float>(ff));
+  const float sd = 1.0f / std::sqrt(static_cast<float>(d)),
+              sf = 1.0f / std::sqrt(static_cast<float>(ff));
   AddMatrix(w, rng, "token_embd.weight", s.matrix_type, d, s.n_vocab, 1.0f);
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";

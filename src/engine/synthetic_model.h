@@ -17,8 +17,8 @@ namespace bicache::engine {
 
 struct SyntheticSpec {
   int d_model = 1024;
-  int n_head = 16;       // head_dim = d_model / n_head (64 by default)
-  int n_kv_head = 16;    // < n_head for grouped-query attention
+  int n_head = 16;     // head_dim = d_model / n_head (64 by default)
+  int n_kv_head = 16;  // < n_head for grouped-query attention
   int d_ff = 2816;
   int n_layer = 4;
   int n_vocab = 2048;

@@ -28,11 +28,11 @@ class ByteCursor {
   // Returns a pointer to the next n bytes and advances past them.
   const uint8_t* Take(uint64_t n, std::string_view what) {
     if (n > remaining()) {
-      throw Error(ErrorKind::kFormat,
-                  "file is truncated: " + std::string(what) + " needs " + std::to_string(n) +
-                      " bytes at offset " + std::to_string(pos_) + " but only " +
-                      std::to_string(remaining()) + " remain (file size " +
-                      std::to_string(size_) + ")");
+      throw Error(ErrorKind::kFormat, "file is truncated: " + std::string(what) + " needs " +
+                                          std::to_string(n) + " bytes at offset " +
+                                          std::to_string(pos_) + " but only " +
+                                          std::to_string(remaining()) + " remain (file size " +
+                                          std::to_string(size_) + ")");
     }
     const uint8_t* p = data_ + pos_;
     pos_ += n;

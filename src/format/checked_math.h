@@ -26,6 +26,8 @@ inline bool CheckedAlignUp(uint64_t value, uint64_t alignment, uint64_t* out) {
   return true;
 }
 
-inline bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+inline bool IsPowerOfTwo(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 }  // namespace bicache::format::detail

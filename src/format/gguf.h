@@ -57,8 +57,19 @@ bool TensorTypeLayout(TensorType type, uint64_t* block_elems, uint64_t* block_by
 
 // GGUF metadata value types.
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 std::string ValueTypeName(ValueType type);
 
@@ -67,10 +78,10 @@ std::string ValueTypeName(ValueType type);
 struct Value {
   ValueType type = ValueType::UINT8;
   // Scalars: exactly one of these is meaningful depending on `type`.
-  uint64_t u = 0;      // UINT8/16/32/64, BOOL (0/1)
-  int64_t i = 0;       // INT8/16/32/64
-  double f = 0;        // FLOAT32/64
-  std::string s;       // STRING
+  uint64_t u = 0;                          // UINT8/16/32/64, BOOL (0/1)
+  int64_t i = 0;                           // INT8/16/32/64
+  double f = 0;                            // FLOAT32/64
+  std::string s;                           // STRING
   ValueType elem_type = ValueType::UINT8;  // ARRAY: element type
   std::vector<Value> elems;                // ARRAY: elements
 
@@ -94,9 +105,9 @@ struct TensorInfo {
   std::string name;
   std::vector<uint64_t> ne;  // fastest-varying first; 1..4 dims, each >= 1
   TensorType type = TensorType::F32;
-  uint64_t offset = 0;       // relative to the data section (validated, aligned)
-  uint64_t n_elements = 0;   // product of ne (checked for overflow)
-  uint64_t n_bytes = 0;      // storage size (checked for overflow and against the file)
+  uint64_t offset = 0;            // relative to the data section (validated, aligned)
+  uint64_t n_elements = 0;        // product of ne (checked for overflow)
+  uint64_t n_bytes = 0;           // storage size (checked for overflow and against the file)
   const uint8_t* data = nullptr;  // points into the mapping
 };
 
@@ -110,7 +121,8 @@ struct OpenOptions {
   bool mlock = false;
 };
 
-// A parsed, memory-mapped (or read) GGUF file. Move-only; tensor data pointers live as long as it does.
+// A parsed, memory-mapped (or read) GGUF file. Move-only; tensor data pointers live as long as it
+// does.
 class GgufFile {
  public:
   // Opens and validates `path`. Throws Error(kIo) / Error(kFormat).
@@ -160,7 +172,7 @@ class GgufFile {
 class GgufWriter {
  public:
   void SetValue(const std::string& key, Value value);  // replaces an existing key
-  void SetAlignment(uint64_t alignment);                // writes general.alignment; default 32
+  void SetAlignment(uint64_t alignment);               // writes general.alignment; default 32
   // ne fastest-varying first; data.size() must equal the type's storage size for ne.
   void AddTensor(const std::string& name, TensorType type, std::vector<uint64_t> ne,
                  std::vector<uint8_t> data);

@@ -63,12 +63,14 @@ GgufFile GgufFile::Open(const std::string& path, OpenOptions options) {
     impl->copy.resize(impl->size);
     uint64_t got = 0;
     while (got < impl->size) {
-      const ssize_t n = ::read(fd, impl->copy.data() + got, std::min<uint64_t>(impl->size - got, 1u << 30));
+      const ssize_t n =
+          ::read(fd, impl->copy.data() + got, std::min<uint64_t>(impl->size - got, 1u << 30));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) FailIo(path, "read", errno);
       if (n == 0) {
-        throw Error(ErrorKind::kIo, "cannot read '" + path + "': it shrank to " + std::to_string(got) +
-                                        " bytes while being read (expected " + std::to_string(impl->size) + ")");
+        throw Error(ErrorKind::kIo, "cannot read '" + path + "': it shrank to " +
+                                        std::to_string(got) + " bytes while being read (expected " +
+                                        std::to_string(impl->size) + ")");
       }
       got += static_cast<uint64_t>(n);
     }
@@ -76,11 +78,13 @@ GgufFile GgufFile::Open(const std::string& path, OpenOptions options) {
   }
   if (options.mlock && ::mlock(bytes, impl->size) != 0) {
     const int err = errno;
-    throw Error(ErrorKind::kIo, "cannot lock '" + path + "' (" + std::to_string(impl->size / (1024 * 1024)) +
-                                    " MiB) in memory: " + std::strerror(err) +
-                                    (err == ENOMEM || err == EPERM
-                                         ? " (the locked-memory limit is too low: raise 'ulimit -l' or drop --mlock)"
-                                         : ""));
+    throw Error(
+        ErrorKind::kIo,
+        "cannot lock '" + path + "' (" + std::to_string(impl->size / (1024 * 1024)) +
+            " MiB) in memory: " + std::strerror(err) +
+            (err == ENOMEM || err == EPERM
+                 ? " (the locked-memory limit is too low: raise 'ulimit -l' or drop --mlock)"
+                 : ""));
   }
   try {
     impl->parsed = detail::ParseGguf(bytes, impl->size);
@@ -99,11 +103,19 @@ GgufFile GgufFile::FromBytes(std::span<const uint8_t> bytes) {
   return GgufFile(std::move(impl));
 }
 
-uint32_t GgufFile::version() const { return impl_->parsed.version; }
-uint64_t GgufFile::alignment() const { return impl_->parsed.alignment; }
-uint64_t GgufFile::file_size() const { return impl_->size; }
+uint32_t GgufFile::version() const {
+  return impl_->parsed.version;
+}
+uint64_t GgufFile::alignment() const {
+  return impl_->parsed.alignment;
+}
+uint64_t GgufFile::file_size() const {
+  return impl_->size;
+}
 
-const std::map<std::string, Value>& GgufFile::metadata() const { return impl_->parsed.metadata; }
+const std::map<std::string, Value>& GgufFile::metadata() const {
+  return impl_->parsed.metadata;
+}
 
 const Value* GgufFile::Find(std::string_view key) const {
   const auto& md = impl_->parsed.metadata;
@@ -111,7 +123,9 @@ const Value* GgufFile::Find(std::string_view key) const {
   return it == md.end() ? nullptr : &it->second;
 }
 
-const std::vector<TensorInfo>& GgufFile::tensors() const { return impl_->parsed.tensors; }
+const std::vector<TensorInfo>& GgufFile::tensors() const {
+  return impl_->parsed.tensors;
+}
 
 // Linear scan: models have a few hundred tensors and are looked up once each at load.
 const TensorInfo* GgufFile::FindTensor(std::string_view name) const {

@@ -55,8 +55,8 @@ int64_t AsInt(const Value& v, std::string_view key) {
 
 double AsFloat(const Value& v, std::string_view key) {
   if (v.is_float()) return v.f;
-  if (v.is_integer()) return IsSignedInteger(v.type) ? static_cast<double>(v.i)
-                                                     : static_cast<double>(v.u);
+  if (v.is_integer())
+    return IsSignedInteger(v.type) ? static_cast<double>(v.i) : static_cast<double>(v.u);
   Fail(key, "has type " + TypeDescription(v) + ", expected a number");
 }
 
@@ -83,10 +83,18 @@ const Value& RequireArray(const GgufFile& file, std::string_view key, bool (*ele
 
 }  // namespace
 
-uint64_t GgufFile::GetUInt(std::string_view key) const { return AsUInt(Require(*this, key), key); }
-int64_t GgufFile::GetInt(std::string_view key) const { return AsInt(Require(*this, key), key); }
-double GgufFile::GetFloat(std::string_view key) const { return AsFloat(Require(*this, key), key); }
-bool GgufFile::GetBool(std::string_view key) const { return AsBool(Require(*this, key), key); }
+uint64_t GgufFile::GetUInt(std::string_view key) const {
+  return AsUInt(Require(*this, key), key);
+}
+int64_t GgufFile::GetInt(std::string_view key) const {
+  return AsInt(Require(*this, key), key);
+}
+double GgufFile::GetFloat(std::string_view key) const {
+  return AsFloat(Require(*this, key), key);
+}
+bool GgufFile::GetBool(std::string_view key) const {
+  return AsBool(Require(*this, key), key);
+}
 const std::string& GgufFile::GetString(std::string_view key) const {
   return AsString(Require(*this, key), key);
 }
@@ -133,8 +141,7 @@ std::vector<int64_t> GgufFile::GetIntArray(std::string_view key) const {
 // FLOAT32/FLOAT64 elements only, for the same reason.
 std::vector<double> GgufFile::GetFloatArray(std::string_view key) const {
   const Value& v = RequireArray(
-      *this, key,
-      [](ValueType t) { return t == ValueType::FLOAT32 || t == ValueType::FLOAT64; },
+      *this, key, [](ValueType t) { return t == ValueType::FLOAT32 || t == ValueType::FLOAT64; },
       "an ARRAY of FLOAT32 or FLOAT64");
   std::vector<double> out;
   out.reserve(v.elems.size());

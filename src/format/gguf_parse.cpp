@@ -24,9 +24,13 @@ constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;
 constexpr uint64_t kMaxDims = 4;
 
-[[noreturn]] void Fail(const std::string& message) { throw Error(ErrorKind::kFormat, message); }
+[[noreturn]] void Fail(const std::string& message) {
+  throw Error(ErrorKind::kFormat, message);
+}
 
-std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+std::string Quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 std::string ShapeString(const std::vector<uint64_t>& ne) {
   std::string out = "[";
@@ -36,8 +40,8 @@ std::string ShapeString(const std::vector<uint64_t>& ne) {
 
 void CheckMagic(const uint8_t* data, uint64_t size) {
   if (size < 4) {
-    Fail("file is too small to be GGUF: " + std::to_string(size) +
-         " bytes, the header alone is " + std::to_string(kHeaderBytes));
+    Fail("file is too small to be GGUF: " + std::to_string(size) + " bytes, the header alone is " +
+         std::to_string(kHeaderBytes));
   }
   uint32_t magic = 0;
   std::memcpy(&magic, data, 4);
@@ -77,14 +81,30 @@ class MetadataReader {
     v.type = type;
     const std::string what = "value of metadata key " + Quoted(key);
     switch (type) {
-      case ValueType::UINT8: v.u = cursor_->U8(what); break;
-      case ValueType::INT8: v.i = static_cast<int8_t>(cursor_->U8(what)); break;
-      case ValueType::UINT16: v.u = cursor_->U16(what); break;
-      case ValueType::INT16: v.i = static_cast<int16_t>(cursor_->U16(what)); break;
-      case ValueType::UINT32: v.u = cursor_->U32(what); break;
-      case ValueType::INT32: v.i = static_cast<int32_t>(cursor_->U32(what)); break;
-      case ValueType::UINT64: v.u = cursor_->U64(what); break;
-      case ValueType::INT64: v.i = static_cast<int64_t>(cursor_->U64(what)); break;
+      case ValueType::UINT8:
+        v.u = cursor_->U8(what);
+        break;
+      case ValueType::INT8:
+        v.i = static_cast<int8_t>(cursor_->U8(what));
+        break;
+      case ValueType::UINT16:
+        v.u = cursor_->U16(what);
+        break;
+      case ValueType::INT16:
+        v.i = static_cast<int16_t>(cursor_->U16(what));
+        break;
+      case ValueType::UINT32:
+        v.u = cursor_->U32(what);
+        break;
+      case ValueType::INT32:
+        v.i = static_cast<int32_t>(cursor_->U32(what));
+        break;
+      case ValueType::UINT64:
+        v.u = cursor_->U64(what);
+        break;
+      case ValueType::INT64:
+        v.i = static_cast<int64_t>(cursor_->U64(what));
+        break;
       case ValueType::FLOAT32: {
         uint32_t bits = cursor_->U32(what);
         float f;
@@ -106,8 +126,12 @@ class MetadataReader {
         v.u = b;
         break;
       }
-      case ValueType::STRING: v.s = cursor_->String(what); break;
-      case ValueType::ARRAY: ReadArray(&v, key, depth + 1); break;
+      case ValueType::STRING:
+        v.s = cursor_->String(what);
+        break;
+      case ValueType::ARRAY:
+        ReadArray(&v, key, depth + 1);
+        break;
     }
     return v;
   }
@@ -130,8 +154,8 @@ class MetadataReader {
     uint64_t count = cursor_->U64("array length of metadata key " + Quoted(key));
     uint64_t min_bytes = MinValueBytes(v->elem_type);
     if (count > cursor_->remaining() / min_bytes) {
-      Fail("metadata key " + Quoted(key) + " declares an array of " + std::to_string(count) +
-           " " + ValueTypeName(v->elem_type) + " elements but only " +
+      Fail("metadata key " + Quoted(key) + " declares an array of " + std::to_string(count) + " " +
+           ValueTypeName(v->elem_type) + " elements but only " +
            std::to_string(cursor_->remaining()) + " bytes remain in the file");
     }
     total_elements_ += count;
@@ -181,11 +205,12 @@ TensorType ReadTensorType(ByteCursor* cursor, const std::string& name, uint64_t*
   TensorType type = static_cast<TensorType>(raw);
   if (TensorTypeLayout(type, block_elems, block_bytes)) return type;
   if (IsGgmlTypeWithoutLayout(raw)) {
-    throw Error(ErrorKind::kUnsupported,
-                "tensor " + Quoted(name) + " has ggml type " + GgmlTypeWithoutLayoutName(raw) + " (" +
-                    std::to_string(raw) +
-                    "), which this program cannot read (supported quantizations: Q4_0, Q4_1, Q5_0, Q5_1, "
-                    "Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
+    throw Error(
+        ErrorKind::kUnsupported,
+        "tensor " + Quoted(name) + " has ggml type " + GgmlTypeWithoutLayoutName(raw) + " (" +
+            std::to_string(raw) +
+            "), which this program cannot read (supported quantizations: Q4_0, Q4_1, Q5_0, Q5_1, "
+            "Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
   Fail("tensor " + Quoted(name) + " has unknown type " + std::to_string(raw));
 }
@@ -225,8 +250,8 @@ TensorInfo ReadTensorInfo(ByteCursor* cursor, uint64_t index, uint64_t alignment
   }
   t.n_elements = n;
   if (t.ne[0] % block_elems != 0) {
-    Fail("tensor " + qname + " of type " + TensorTypeName(t.type) + " has ne[0] = " +
-         std::to_string(t.ne[0]) + ", not a multiple of its block size " +
+    Fail("tensor " + qname + " of type " + TensorTypeName(t.type) +
+         " has ne[0] = " + std::to_string(t.ne[0]) + ", not a multiple of its block size " +
          std::to_string(block_elems));
   }
   if (!CheckedMul(n / block_elems, block_bytes, &t.n_bytes)) {

@@ -1,8 +1,8 @@
 // GgufWriter: serialises metadata (insertion order) and tensors (aligned) as GGUF v3.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <set>
 #include <string>
 
@@ -40,18 +40,42 @@ class ByteSink {
 
 void PutValue(ByteSink* out, const Value& v, const std::string& key) {
   switch (v.type) {
-    case ValueType::UINT8: out->Put<uint8_t>(static_cast<uint8_t>(v.u)); return;
-    case ValueType::INT8: out->Put<int8_t>(static_cast<int8_t>(v.i)); return;
-    case ValueType::UINT16: out->Put<uint16_t>(static_cast<uint16_t>(v.u)); return;
-    case ValueType::INT16: out->Put<int16_t>(static_cast<int16_t>(v.i)); return;
-    case ValueType::UINT32: out->Put<uint32_t>(static_cast<uint32_t>(v.u)); return;
-    case ValueType::INT32: out->Put<int32_t>(static_cast<int32_t>(v.i)); return;
-    case ValueType::UINT64: out->Put<uint64_t>(v.u); return;
-    case ValueType::INT64: out->Put<int64_t>(v.i); return;
-    case ValueType::FLOAT32: out->Put<float>(static_cast<float>(v.f)); return;
-    case ValueType::FLOAT64: out->Put<double>(v.f); return;
-    case ValueType::BOOL: out->Put<uint8_t>(v.u ? 1 : 0); return;
-    case ValueType::STRING: out->PutString(v.s); return;
+    case ValueType::UINT8:
+      out->Put<uint8_t>(static_cast<uint8_t>(v.u));
+      return;
+    case ValueType::INT8:
+      out->Put<int8_t>(static_cast<int8_t>(v.i));
+      return;
+    case ValueType::UINT16:
+      out->Put<uint16_t>(static_cast<uint16_t>(v.u));
+      return;
+    case ValueType::INT16:
+      out->Put<int16_t>(static_cast<int16_t>(v.i));
+      return;
+    case ValueType::UINT32:
+      out->Put<uint32_t>(static_cast<uint32_t>(v.u));
+      return;
+    case ValueType::INT32:
+      out->Put<int32_t>(static_cast<int32_t>(v.i));
+      return;
+    case ValueType::UINT64:
+      out->Put<uint64_t>(v.u);
+      return;
+    case ValueType::INT64:
+      out->Put<int64_t>(v.i);
+      return;
+    case ValueType::FLOAT32:
+      out->Put<float>(static_cast<float>(v.f));
+      return;
+    case ValueType::FLOAT64:
+      out->Put<double>(v.f);
+      return;
+    case ValueType::BOOL:
+      out->Put<uint8_t>(v.u ? 1 : 0);
+      return;
+    case ValueType::STRING:
+      out->PutString(v.s);
+      return;
     case ValueType::ARRAY:
       out->Put<uint32_t>(static_cast<uint32_t>(v.elem_type));
       out->Put<uint64_t>(v.elems.size());
@@ -98,7 +122,8 @@ void GgufWriter::SetAlignment(uint64_t alignment) {
 namespace {
 
 // Validates a tensor's name, type and shape as the reader will; returns its storage size.
-uint64_t CheckedTensorBytes(const std::string& name, TensorType type, const std::vector<uint64_t>& ne) {
+uint64_t CheckedTensorBytes(const std::string& name, TensorType type,
+                            const std::vector<uint64_t>& ne) {
   if (name.empty()) Invalid("tensor name must not be empty");
   uint64_t block_elems = 0, block_bytes = 0;
   if (!TensorTypeLayout(type, &block_elems, &block_bytes)) {
@@ -114,8 +139,8 @@ uint64_t CheckedTensorBytes(const std::string& name, TensorType type, const std:
     if (!detail::CheckedMul(n, d, &n)) Invalid("tensor '" + name + "' element count overflows");
   }
   if (ne[0] % block_elems != 0) {
-    Invalid("tensor '" + name + "' of type " + TensorTypeName(type) + " has ne[0] = " +
-            std::to_string(ne[0]) + ", not a multiple of its block size " +
+    Invalid("tensor '" + name + "' of type " + TensorTypeName(type) +
+            " has ne[0] = " + std::to_string(ne[0]) + ", not a multiple of its block size " +
             std::to_string(block_elems));
   }
   uint64_t bytes = 0;

@@ -42,7 +42,9 @@ void PutHalf(uint8_t* dst, float v) {
   const uint16_t h = FloatToHalf(v);
   std::memcpy(dst, &h, 2);
 }
-float RoundHalf(float v) { return HalfToFloat(FloatToHalf(v)); }
+float RoundHalf(float v) {
+  return HalfToFloat(FloatToHalf(v));
+}
 
 // Round half away from zero (as lround), then clamp. Inline: this is the encoders' inner loop.
 inline int RoundClamp(float v, int lo, int hi) {
@@ -193,7 +195,8 @@ void EncodeKAsym(const float* x, int nmax, uint8_t* out, uint8_t* L) {
   for (int j = 0; j < 8; ++j) {
     // Same float expressions as the decoder: value = (d*sc) * L - (dmin*m).
     const float a = d * static_cast<float>(sc[j]), b = -(dmin * static_cast<float>(m[j]));
-    for (int i = 0; i < 32; ++i) L[32 * j + i] = static_cast<uint8_t>(Level(x[32 * j + i], a, b, 0, nmax));
+    for (int i = 0; i < 32; ++i)
+      L[32 * j + i] = static_cast<uint8_t>(Level(x[32 * j + i], a, b, 0, nmax));
   }
 }
 
@@ -288,12 +291,14 @@ void EncodeQ6_KBlock(const float* x, uint8_t* out) {
   const float d = RoundHalf(amax / 127.0f);
   PutHalf(out + 208, amax / 127.0f);
   int8_t sc[16];
-  for (int k = 0; k < 16; ++k) sc[k] = static_cast<int8_t>(d > 0 ? RoundClamp(scale[k] / d, -128, 127) : 0);
+  for (int k = 0; k < 16; ++k)
+    sc[k] = static_cast<int8_t>(d > 0 ? RoundClamp(scale[k] / d, -128, 127) : 0);
   std::memcpy(out + 192, sc, 16);
   uint8_t L[256];
   for (int k = 0; k < 16; ++k) {
     const float a = d * static_cast<float>(sc[k]);
-    for (int i = 0; i < 16; ++i) L[16 * k + i] = static_cast<uint8_t>(Level(x[16 * k + i], a, 0, -32, 31) + 32);
+    for (int i = 0; i < 16; ++i)
+      L[16 * k + i] = static_cast<uint8_t>(Level(x[16 * k + i], a, 0, -32, 31) + 32);
   }
   uint8_t* ql = out;
   uint8_t* qh = out + 128;
@@ -304,8 +309,8 @@ void EncodeQ6_KBlock(const float* x, uint8_t* out) {
     for (int l = 0; l < 32; ++l) {
       qlh[l] = static_cast<uint8_t>((Lh[l] & 0x0F) | ((Lh[l + 64] & 0x0F) << 4));
       qlh[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0x0F) | ((Lh[l + 96] & 0x0F) << 4));
-      qhh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) |
-                                    ((Lh[l + 96] >> 4) << 6));
+      qhh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                    ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
     }
   }
 }

@@ -50,7 +50,9 @@ uint16_t FloatToBf16(float value) {
   return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
-void PutU16(uint8_t* dst, uint16_t v) { std::memcpy(dst, &v, 2); }
+void PutU16(uint8_t* dst, uint16_t v) {
+  std::memcpy(dst, &v, 2);
+}
 
 void RequireBlocks(TensorType type, size_t n, size_t block) {
   if (n % block != 0) {
@@ -100,9 +102,17 @@ void EncodeQ4_0Block(const float* x, uint8_t* out) {
 
 bool CanEncode(TensorType type) {
   switch (type) {
-    case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q8_0:
-    case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1:
-    case TensorType::Q4_K: case TensorType::Q5_K: case TensorType::Q6_K:
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16:
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::Q4_K:
+    case TensorType::Q5_K:
+    case TensorType::Q6_K:
       return true;
     default:
       return false;
@@ -126,14 +136,30 @@ void EncodeRow(TensorType type, const float* src, size_t n, uint8_t* dst) {
     case TensorType::BF16:
       for (size_t i = 0; i < n; ++i) PutU16(dst + 2 * i, FloatToBf16(src[i]));
       return;
-    case TensorType::Q8_0: fn = EncodeQ8_0Block; break;
-    case TensorType::Q4_0: fn = EncodeQ4_0Block; break;
-    case TensorType::Q4_1: fn = detail::EncodeQ4_1Block; break;
-    case TensorType::Q5_0: fn = detail::EncodeQ5_0Block; break;
-    case TensorType::Q5_1: fn = detail::EncodeQ5_1Block; break;
-    case TensorType::Q4_K: fn = detail::EncodeQ4_KBlock; break;
-    case TensorType::Q5_K: fn = detail::EncodeQ5_KBlock; break;
-    case TensorType::Q6_K: fn = detail::EncodeQ6_KBlock; break;
+    case TensorType::Q8_0:
+      fn = EncodeQ8_0Block;
+      break;
+    case TensorType::Q4_0:
+      fn = EncodeQ4_0Block;
+      break;
+    case TensorType::Q4_1:
+      fn = detail::EncodeQ4_1Block;
+      break;
+    case TensorType::Q5_0:
+      fn = detail::EncodeQ5_0Block;
+      break;
+    case TensorType::Q5_1:
+      fn = detail::EncodeQ5_1Block;
+      break;
+    case TensorType::Q4_K:
+      fn = detail::EncodeQ4_KBlock;
+      break;
+    case TensorType::Q5_K:
+      fn = detail::EncodeQ5_KBlock;
+      break;
+    case TensorType::Q6_K:
+      fn = detail::EncodeQ6_KBlock;
+      break;
     default:
       throw Error(ErrorKind::kUnsupported, "cannot encode tensors of type " + TensorTypeName(type) +
                                                " (supported: " + EncodableTypeList() + ")");

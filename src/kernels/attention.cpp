@@ -16,12 +16,14 @@
 // K row is read where it lies, one broadcast-FMA per element, so scores come out as one vector
 // per K row across the group's query rows; the softmax update runs on those vectors too, and
 // P*V reads V rows in place when head_dim needs no padding.
+// clang-format off: Highway needs foreach_target.h, then highway.h, in this order
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 
-#include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+// clang-format on
 
 #include <algorithm>
 #include <cmath>
@@ -46,7 +48,7 @@ constexpr size_t kRows = 4;
 #else
 constexpr size_t kRows = 2;
 #endif
-constexpr size_t kTileVecs = 4;   // kv tile T = 4 vectors (64 on AVX-512, 32 on AVX2)
+constexpr size_t kTileVecs = 4;     // kv tile T = 4 vectors (64 on AVX-512, 32 on AVX2)
 constexpr size_t kMaxQBlock = 128;  // query rows per work item (power of two, >= kRows)
 constexpr size_t kMinQBlock = 16;
 constexpr size_t kDirectMaxRows = 16;  // blocks this small take AttendDirect (tuned: kernels_bench)
@@ -138,7 +140,8 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* const* vrows, siz
   for (size_t r = 0; r < kRows; ++r) {
     const VF cr = hn::Set(df, corr[r]);
 #pragma GCC unroll 4
-    for (size_t c = 0; c < NV; ++c) a[r][c] = hn::Mul(hn::LoadU(df, acc + r * hdp + dv0 + c * N), cr);
+    for (size_t c = 0; c < NV; ++c)
+      a[r][c] = hn::Mul(hn::LoadU(df, acc + r * hdp + dv0 + c * N), cr);
   }
   for (size_t j = 0; j < len; ++j) {
     const float* vrow = vrows[j] + dv0;
@@ -161,8 +164,8 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* const* vrows, siz
 
 // Query rows [q0, q1) of head h, at most N of them (one lane each); see the file comment.
 void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
-                  size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale, float* out,
-                  size_t out_stride, Scratch& sc) {
+                  size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale,
+                  float* out, size_t out_stride, Scratch& sc) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -181,11 +184,12 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
   std::fill(sc.acc.begin(), sc.acc.begin() + rows_pad * hdp, 0.0f);
   if (!in_place) std::fill(sc.vp.begin(), sc.vp.begin() + T * hdp, 0.0f);
   VF m = hn::Set(df, -std::numeric_limits<float>::infinity());  // running max per query lane
-  VF l = hn::Zero(df);                                           // running sum per query lane
-  float* st = sc.st.data();  // [T + 8, N] scores, then probabilities: one vector per K row
-  float* p = sc.p.data();    // [rows_pad, T] the same, row-major for PvChunk
-  float* corr = sc.m.data();   // [max(N, kRows)] per-row rescale of acc for this tile
-  float* lanes = sc.l.data();  // [N] one vector's lanes as scalars (the previous max, then the sums)
+  VF l = hn::Zero(df);                                          // running sum per query lane
+  float* st = sc.st.data();   // [T + 8, N] scores, then probabilities: one vector per K row
+  float* p = sc.p.data();     // [rows_pad, T] the same, row-major for PvChunk
+  float* corr = sc.m.data();  // [max(N, kRows)] per-row rescale of acc for this tile
+  float* lanes =
+      sc.l.data();  // [N] one vector's lanes as scalars (the previous max, then the sums)
 
   RowCursor rows_at{segs, kv_stride, g * hd};
   for (size_t j0 = 0; j0 < n_kv; j0 += T) {
@@ -204,7 +208,8 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
     for (size_t j = 0; j < len; j += 8) {
       const size_t nj = std::min<size_t>(8, len - j);
       const float* kr[8];
-      for (size_t jj = 0; jj < 8; ++jj) kr[jj] = sc.kp[j + std::min(jj, nj - 1)];  // tail: repeats, dropped
+      for (size_t jj = 0; jj < 8; ++jj)
+        kr[jj] = sc.kp[j + std::min(jj, nj - 1)];  // tail: repeats, dropped
       VF a[8];
 #pragma GCC unroll 8
       for (size_t jj = 0; jj < 8; ++jj) a[jj] = hn::Zero(df);
@@ -214,7 +219,8 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
         for (size_t jj = 0; jj < 8; ++jj) a[jj] = hn::MulAdd(qv, hn::Set(df, kr[jj][d]), a[jj]);
       }
 #pragma GCC unroll 8
-      for (size_t jj = 0; jj < 8; ++jj) hn::StoreU(a[jj], df, st + (j + jj) * N);  // st has 8 spare rows
+      for (size_t jj = 0; jj < 8; ++jj)
+        hn::StoreU(a[jj], df, st + (j + jj) * N);  // st has 8 spare rows
     }
     // Online softmax across the tile, every query lane at once.
     const VF m_new = hn::Max(m, MaxOfVecs(st, len));
@@ -233,8 +239,10 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
     for (size_t r0 = 0; r0 < rows_pad; r0 += kRows) {
       float* acc = sc.acc.data() + r0 * hdp;
       size_t dv = 0;
-      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
-      for (; dv < hdp; dv += N) PvChunk<1>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
+      for (; dv + 4 * N <= hdp; dv += 4 * N)
+        PvChunk<4>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
+      for (; dv < hdp; dv += N)
+        PvChunk<1>(p + r0 * T, T, sc.vrows.data(), hdp, len, corr + r0, acc, dv);
     }
   }
 
@@ -249,8 +257,8 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
 
 // One work item: query rows [q0, q1) of head h.
 void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
-                 size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd,
-                 float scale, float* out, size_t out_stride, Scratch& sc) {
+                 size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale,
+                 float* out, size_t out_stride, Scratch& sc) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -299,7 +307,8 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
         float* sr = s + r * T;
         for (size_t j = len; j < T; ++j) sr[j] = kMaskedScore;
         const float m_old = sc.m[r0 + r];
-        const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, MaxOfVecs(sr, kTileVecs))));
+        const float m_new =
+            std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, MaxOfVecs(sr, kTileVecs))));
         const VF vsum = ExpInPlace(sr, kTileVecs, hn::Set(df, m_new));
         corr[r] = std::exp(m_old - m_new);  // 0 on the first tile (m_old = -inf)
         sc.l[r0 + r] = sc.l[r0 + r] * corr[r] + hn::GetLane(hn::SumOfLanes(df, vsum));
@@ -307,7 +316,8 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
       }
       float* acc = sc.acc.data() + r0 * hdp;
       size_t dv = 0;
-      for (; dv + 4 * N <= hdp; dv += 4 * N) PvChunk<4>(s, T, sc.vrows.data(), hdp, len, corr, acc, dv);
+      for (; dv + 4 * N <= hdp; dv += 4 * N)
+        PvChunk<4>(s, T, sc.vrows.data(), hdp, len, corr, acc, dv);
       for (; dv < hdp; dv += N) PvChunk<1>(s, T, sc.vrows.data(), hdp, len, corr, acc, dv);
     }
   }
@@ -321,8 +331,8 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
 }
 
 void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_kv,
-                   size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale, float* out,
-                   size_t out_stride) {
+                   size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
+                   float* out, size_t out_stride) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -358,8 +368,8 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
       const size_t qb = static_cast<size_t>(item) % n_qblocks;
       const size_t q0 = qb * qblock;
       const size_t q1 = std::min(n_q, q0 + qblock);
-      AttendBlock(q, q0, q1, q_stride, segs, n_kv, kv_stride, h, h / group, head_dim, scale,
-                  out, out_stride, sc);
+      AttendBlock(q, q0, q1, q_stride, segs, n_kv, kv_stride, h, h / group, head_dim, scale, out,
+                  out_stride, sc);
     }
   }
 }
@@ -380,19 +390,19 @@ void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, cons
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                float scale, float* out, size_t out_stride) {
   const KvSegment one{k, v, n_kv};
-  AttentionSegments(q, n_q, q_stride, std::span<const KvSegment>(&one, 1), kv_stride, n_head, n_kv_head,
-                    head_dim, scale, out, out_stride);
+  AttentionSegments(q, n_q, q_stride, std::span<const KvSegment>(&one, 1), kv_stride, n_head,
+                    n_kv_head, head_dim, scale, out, out_stride);
 }
 
 void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
-                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
-                       float* out, size_t out_stride) {
+                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+                       float scale, float* out, size_t out_stride) {
   size_t n_kv = 0;
   for (const KvSegment& sg : segs) n_kv += sg.n;
   if (n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "attention: n_head " + std::to_string(n_head) +
-                    " is not a positive multiple of n_kv_head " + std::to_string(n_kv_head));
+    throw Error(ErrorKind::kInvalidArgument, "attention: n_head " + std::to_string(n_head) +
+                                                 " is not a positive multiple of n_kv_head " +
+                                                 std::to_string(n_kv_head));
   }
   if (head_dim == 0 || (n_q > 1 && q_stride < n_head * head_dim) ||
       (n_kv > 1 && kv_stride < n_kv_head * head_dim) ||
@@ -401,8 +411,8 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
   }
   if (n_q == 0) return;
   if (n_kv == 0) {  // nothing to attend to: define the result as zeros
-    for (size_t t = 0; t < n_q; ++t) std::fill(out + t * out_stride,
-                                               out + t * out_stride + n_head * head_dim, 0.0f);
+    for (size_t t = 0; t < n_q; ++t)
+      std::fill(out + t * out_stride, out + t * out_stride + n_head * head_dim, 0.0f);
     return;
   }
   // Empty segments are dropped so the row walk in AttendBlock never has to skip one at its end.
@@ -411,18 +421,18 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
   for (const KvSegment& sg : segs) {
     if (sg.n == 0) continue;
     if (n_kept == kMaxKvSegments) {
-      throw Error(ErrorKind::kInvalidArgument, "attention: more than " + std::to_string(kMaxKvSegments) +
-                                                   " K/V segments");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "attention: more than " + std::to_string(kMaxKvSegments) + " K/V segments");
     }
     kept[n_kept++] = sg;
   }
   if (n_q >= kAttentionGemmMinRows && n_kv >= kAttentionGemmMinKv) {
-    AttentionGemm(q, n_q, q_stride, std::span<const KvSegment>(kept, n_kept), kv_stride, n_head, n_kv_head, head_dim,
-                  scale, out, out_stride);
+    AttentionGemm(q, n_q, q_stride, std::span<const KvSegment>(kept, n_kept), kv_stride, n_head,
+                  n_kv_head, head_dim, scale, out, out_stride);
     return;
   }
-  HWY_DYNAMIC_DISPATCH(AttentionImpl)(q, n_q, q_stride, kept, n_kv, kv_stride, n_head, n_kv_head,
-                                      head_dim, scale, out, out_stride);
+  HWY_DYNAMIC_DISPATCH(AttentionImpl)
+  (q, n_q, q_stride, kept, n_kv, kv_stride, n_head, n_kv_head, head_dim, scale, out, out_stride);
 }
 
 }  // namespace bicache::kernels

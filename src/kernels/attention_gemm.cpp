@@ -11,12 +11,14 @@
 // ref::AttentionBf16, which the tests compare against. Padding n_kv and the block to few distinct
 // sizes keeps oneDNN's primitive cache to a handful of shapes per context length (each new shape is
 // a JIT compile). Memory per thread: O(kQBlock * nk).
+// clang-format off: Highway needs foreach_target.h, then highway.h, in this order
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_gemm.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 
-#include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+// clang-format on
 
 #include <algorithm>
 #include <cmath>
@@ -59,8 +61,8 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
 // Softmax numerators of `rows` rows of scores s (stride ld, n columns): p[j] = bf16(exp(s[j] -
 // max_j s)) (round to nearest even) for j < n and 0 for n <= j < ldp; sum[r] = the row's sum of
 // the unrounded exps.
-void SoftmaxRowsToBf16Impl(const float* s, size_t rows, size_t n, size_t ld, uint16_t* p, size_t ldp,
-                           float* sum) {
+void SoftmaxRowsToBf16Impl(const float* s, size_t rows, size_t n, size_t ld, uint16_t* p,
+                           size_t ldp, float* sum) {
   const hn::ScalableTag<float> df;
   const hn::RebindToUnsigned<decltype(df)> du32;
   const hn::RebindToSigned<decltype(df)> di32;
@@ -82,7 +84,8 @@ void SoftmaxRowsToBf16Impl(const float* s, size_t rows, size_t n, size_t ld, uin
       const auto e = ExpNonPositive(df, hn::Sub(hn::LoadU(df, sr + j), vm));
       vsum = hn::Add(vsum, e);
       const auto bits = hn::BitCast(du32, e);  // finite and positive: no NaN case
-      const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::Add(bias, hn::And(hn::ShiftRight<16>(bits), one))));
+      const auto rounded =
+          hn::ShiftRight<16>(hn::Add(bits, hn::Add(bias, hn::And(hn::ShiftRight<16>(bits), one))));
       hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, rounded)), du16, pr + j);
     }
     float tail = 0;
@@ -105,21 +108,24 @@ namespace {
 
 HWY_EXPORT(SoftmaxRowsToBf16Impl);
 
-constexpr size_t kKvPad = 64;     // n_kv rounded up to this
-constexpr size_t kQBlock = 128;   // query rows per work item
-constexpr size_t kRowPad = 16;    // block rows rounded up to this
+constexpr size_t kKvPad = 64;    // n_kv rounded up to this
+constexpr size_t kQBlock = 128;  // query rows per work item
+constexpr size_t kRowPad = 16;   // block rows rounded up to this
 
-size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+size_t RoundUp(size_t x, size_t m) {
+  return (x + m - 1) / m * m;
+}
 
 struct Buffers {
-  std::vector<uint16_t> qb, p;  // [mp, hd], [mp, nk]
+  std::vector<uint16_t> qb, p;      // [mp, hd], [mp, nk]
   std::vector<float> q, s, o, sum;  // [hd], [mp, nk], [mp, hd], [mp]
 };
 
 }  // namespace
 
-void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs, size_t kv_stride,
-                   size_t n_head, size_t n_kv_head, size_t hd, float scale, float* out, size_t out_stride) {
+void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
+                   size_t kv_stride, size_t n_head, size_t n_kv_head, size_t hd, float scale,
+                   float* out, size_t out_stride) {
   size_t n_kv = 0;
   for (const KvSegment& sg : segs) n_kv += sg.n;
   const size_t nk = RoundUp(n_kv, kKvPad);

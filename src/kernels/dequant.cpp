@@ -7,11 +7,13 @@
 // compiled here once per Highway target and picked at run time, so the compiler can vectorise
 // their fixed-length loops with the widest instruction set of the CPU.
 
+// clang-format off: Highway needs foreach_target.h, then highway.h, in this order
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/dequant.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 
 #include <hwy/highway.h>
+// clang-format on
 
 #include <algorithm>
 #include <cstring>
@@ -64,7 +66,8 @@ HWY_INLINE void ScaleBytes(const uint8_t* q, size_t count, float a, float b, flo
   const hn::Rebind<Q, DF> dq;
   const auto va = hn::Set(df, a), vb = hn::Set(df, b);
   for (size_t i = 0; i < count; i += hn::Lanes(df)) {
-    const auto v = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(dq, reinterpret_cast<const Q*>(q) + i)));
+    const auto v =
+        hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(dq, reinterpret_cast<const Q*>(q) + i)));
     hn::StoreU(hn::MulSub(v, va, vb), df, y + i);
   }
 }
@@ -77,7 +80,9 @@ HWY_INLINE void Nibbles16(const uint8_t* src, uint8_t* lo, uint8_t* hi) {
   hn::StoreU(hn::ShiftRight<4>(v), d8, hi);
 }
 
-void SimdQ8_0(const uint8_t* b, float* y) { ScaleBytes<true>(b + 2, 32, HalfAt(b), 0.0f, y); }
+void SimdQ8_0(const uint8_t* b, float* y) {
+  ScaleBytes<true>(b + 2, 32, HalfAt(b), 0.0f, y);
+}
 
 void SimdQ4_0(const uint8_t* b, float* y) {  // (q - 8) * d = q * d - 8d, both exact
   alignas(16) uint8_t q[32];
@@ -94,8 +99,8 @@ void SimdQ4_1(const uint8_t* b, float* y) {
 
 // Q4_K / Q5_K: sub-blocks j and j+1 of a super-block (unpacked quants lo and hi, 32 each) to
 // y[0, 64) with their 6-bit scales and mins.
-HWY_INLINE void ScalePairK(const uint8_t* b, int j, float d, float dmin, const uint8_t* lo, const uint8_t* hi,
-                           float* y) {
+HWY_INLINE void ScalePairK(const uint8_t* b, int j, float d, float dmin, const uint8_t* lo,
+                           const uint8_t* hi, float* y) {
   int sc, m;
   ScaleMinK4(j, b + 4, &sc, &m);
   ScaleBytes<false>(lo, 32, d * static_cast<float>(sc), dmin * static_cast<float>(m), y);
@@ -122,7 +127,8 @@ void SimdQ5_K(const uint8_t* b, float* y) {
   const auto low4 = hn::Set(d8, 0x0F), bit4 = hn::Set(d8, 0x10);
   alignas(16) uint8_t lo[32], hi[32];
   for (int j = 0; j < 8; j += 2, qs += 32, y += 64) {
-    for (int h = 0; h < 32; h += 16) {  // element l takes bit j of qh[l] (low nibble), bit j+1 (high)
+    for (int h = 0; h < 32;
+         h += 16) {  // element l takes bit j of qh[l] (low nibble), bit j+1 (high)
       const auto v = hn::LoadU(d8, qs + h), vh = hn::LoadU(d8, qh + h);
       const auto h0 = hn::And(hn::ShiftLeft<4>(hn::ShiftRightSame(vh, j)), bit4);
       const auto h1 = hn::And(hn::ShiftLeft<4>(hn::ShiftRightSame(vh, j + 1)), bit4);
@@ -143,10 +149,13 @@ void SimdQ6_K(const uint8_t* b, float* y) {
   alignas(16) uint8_t q[4][16];
   for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
     for (int l0 = 0; l0 < 32; l0 += 16) {
-      const auto a = hn::LoadU(d8, ql + l0), c = hn::LoadU(d8, ql + l0 + 32), h = hn::LoadU(d8, qh + l0);
+      const auto a = hn::LoadU(d8, ql + l0), c = hn::LoadU(d8, ql + l0 + 32),
+                 h = hn::LoadU(d8, qh + l0);
       hn::StoreU(hn::Or(hn::And(a, low4), hn::ShiftLeft<4>(hn::And(h, two))), d8, q[0]);
-      hn::StoreU(hn::Or(hn::And(c, low4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), two))), d8, q[1]);
-      hn::StoreU(hn::Or(hn::ShiftRight<4>(a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), two))), d8, q[2]);
+      hn::StoreU(hn::Or(hn::And(c, low4), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), two))), d8,
+                 q[1]);
+      hn::StoreU(hn::Or(hn::ShiftRight<4>(a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), two))),
+                 d8, q[2]);
       hn::StoreU(hn::Or(hn::ShiftRight<4>(c), hn::ShiftLeft<4>(hn::ShiftRight<6>(h))), d8, q[3]);
       const int is = l0 / 16;
       for (int k = 0; k < 4; ++k) {  // q[k] holds elements 32k + l0 .. +16, scale sc[is + 2k]
@@ -188,19 +197,30 @@ void SimdIq4Xs(const uint8_t* b, float* y) {
 BlockFn FastDecoder(format::TensorType type) {
   using T = format::TensorType;
   switch (type) {
-    case T::Q8_0: return SimdQ8_0;
-    case T::Q4_0: return SimdQ4_0;
-    case T::Q4_1: return SimdQ4_1;
-    case T::Q4_K: return SimdQ4_K;
-    case T::Q5_K: return SimdQ5_K;
-    case T::Q6_K: return SimdQ6_K;
-    case T::IQ4_NL: return SimdIq4Nl;
-    case T::IQ4_XS: return SimdIq4Xs;
-    default: return BlockDecoder(type);  // Q5_0, Q5_1, Q2_K, Q3_K: the shared scalar decoders
+    case T::Q8_0:
+      return SimdQ8_0;
+    case T::Q4_0:
+      return SimdQ4_0;
+    case T::Q4_1:
+      return SimdQ4_1;
+    case T::Q4_K:
+      return SimdQ4_K;
+    case T::Q5_K:
+      return SimdQ5_K;
+    case T::Q6_K:
+      return SimdQ6_K;
+    case T::IQ4_NL:
+      return SimdIq4Nl;
+    case T::IQ4_XS:
+      return SimdIq4Xs;
+    default:
+      return BlockDecoder(type);  // Q5_0, Q5_1, Q2_K, Q3_K: the shared scalar decoders
   }
 }
 #else
-BlockFn FastDecoder(format::TensorType type) { return BlockDecoder(type); }
+BlockFn FastDecoder(format::TensorType type) {
+  return BlockDecoder(type);
+}
 #endif  // HWY_TARGET != HWY_SCALAR
 
 // Decodes n_blocks consecutive blocks of `type` (a type BlockDecoder knows) into dst.
@@ -222,8 +242,18 @@ HWY_EXPORT(DequantBlocksImpl);
 bool IsBlockQuantized(format::TensorType type) {
   using T = format::TensorType;
   switch (type) {
-    case T::Q4_0: case T::Q4_1: case T::Q5_0: case T::Q5_1: case T::Q8_0: case T::Q2_K: case T::Q3_K:
-    case T::Q4_K: case T::Q5_K: case T::Q6_K: case T::IQ4_NL: case T::IQ4_XS:
+    case T::Q4_0:
+    case T::Q4_1:
+    case T::Q5_0:
+    case T::Q5_1:
+    case T::Q8_0:
+    case T::Q2_K:
+    case T::Q3_K:
+    case T::Q4_K:
+    case T::Q5_K:
+    case T::Q6_K:
+    case T::IQ4_NL:
+    case T::IQ4_XS:
       return true;
     default:
       return false;
@@ -236,22 +266,25 @@ bool IsComputeType(format::TensorType type) {
 }
 
 const char* ComputeTypeList() {
-  return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS";
+  return "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+         "IQ4_XS";
 }
 
 namespace {
 
 // Throws Error(kUnsupported) naming a type this file cannot read and Error(kInvalidArgument) for a
 // partial block; otherwise returns the type's block layout.
-void CheckDequantizable(format::TensorType type, size_t n, uint64_t* block_elems, uint64_t* block_bytes) {
+void CheckDequantizable(format::TensorType type, size_t n, uint64_t* block_elems,
+                        uint64_t* block_bytes) {
   if (!IsComputeType(type) || !format::TensorTypeLayout(type, block_elems, block_bytes)) {
-    throw Error(ErrorKind::kUnsupported, "cannot dequantise tensor type " + format::TensorTypeName(type) +
+    throw Error(ErrorKind::kUnsupported, "cannot dequantise tensor type " +
+                                             format::TensorTypeName(type) +
                                              " (supported: " + ComputeTypeList() + ")");
   }
   if (n % *block_elems != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "dequantise " + format::TensorTypeName(type) + ": " +
-                                                 std::to_string(n) + " elements is not a multiple of " +
-                                                 std::to_string(*block_elems));
+    throw Error(ErrorKind::kInvalidArgument,
+                "dequantise " + format::TensorTypeName(type) + ": " + std::to_string(n) +
+                    " elements is not a multiple of " + std::to_string(*block_elems));
   }
 }
 

@@ -2,8 +2,8 @@
 // rest of the binary stays baseline x86-64; Highway 1.0 has no wrapper for vpdpbusd).
 //
 // Layout. A panel is 32 weight rows (32 output columns of y). Per 32-k block kb it is packed as
-// 8 groups g of [32 columns][4 bytes]: byte (kb, g, c, j) = q[c][32 kb + 4 g + j] + 128 (u8), so one
-// zmm load holds 16 columns x 4 consecutive k, what vpdpbusd multiplies with 4 bytes of one
+// 8 groups g of [32 columns][4 bytes]: byte (kb, g, c, j) = q[c][32 kb + 4 g + j] + 128 (u8), so
+// one zmm load holds 16 columns x 4 consecutive k, what vpdpbusd multiplies with 4 bytes of one
 // activation row broadcast to every lane. Packing gathers those dwords straight from the mapped
 // Q8_0 rows (0.06 ns per weight), so nothing is kept beside the file.
 // Arithmetic per block: sum_k (q_w + 128) q_x - 128 sum_k q_x = sum_k q_w q_x, exact in int32
@@ -41,9 +41,11 @@ bool CpuHasVnni() {
 
 // Packs rows [c0, c0 + cols) of W (cols <= 32; missing columns repeat the panel's first row and
 // their outputs are dropped) into u: [k/32][8][32][4] and a: [k/32][32] (the f16 scales as float).
-BICACHE_VNNI void PackPanel(const uint8_t* w, size_t row_bytes, size_t cols, size_t k, uint8_t* u, float* a) {
+BICACHE_VNNI void PackPanel(const uint8_t* w, size_t row_bytes, size_t cols, size_t k, uint8_t* u,
+                            float* a) {
   alignas(64) int32_t off[kPanelCols];
-  for (size_t c = 0; c < kPanelCols; ++c) off[c] = static_cast<int32_t>((c < cols ? c : 0) * row_bytes);
+  for (size_t c = 0; c < kPanelCols; ++c)
+    off[c] = static_cast<int32_t>((c < cols ? c : 0) * row_bytes);
   const __m512i off0 = _mm512_load_si512(off), off1 = _mm512_load_si512(off + 16);
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   const __m512i low16 = _mm512_set1_epi32(0xFFFF);
@@ -64,8 +66,8 @@ BICACHE_VNNI void PackPanel(const uint8_t* w, size_t row_bytes, size_t cols, siz
 }
 
 // out[4][32] = rows [r0, r0 + 4) of the quantized activations times the packed panel.
-BICACHE_VNNI void Tile4x32(const int8_t* xq, const float* dx, const int32_t* sx, size_t k, const uint8_t* u,
-                           const float* a, float* out) {
+BICACHE_VNNI void Tile4x32(const int8_t* xq, const float* dx, const int32_t* sx, size_t k,
+                           const uint8_t* u, const float* a, float* out) {
   const size_t kbs = k / 32;
   __m512 acc[kTileRows][2];
 #pragma GCC unroll 4
@@ -77,7 +79,8 @@ BICACHE_VNNI void Tile4x32(const int8_t* xq, const float* dx, const int32_t* sx,
     const uint8_t* uk = u + kb * 8 * 128;
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
-      const __m512i w0 = _mm512_loadu_si512(uk + g * 128), w1 = _mm512_loadu_si512(uk + g * 128 + 64);
+      const __m512i w0 = _mm512_loadu_si512(uk + g * 128),
+                    w1 = _mm512_loadu_si512(uk + g * 128 + 64);
 #pragma GCC unroll 4
       for (size_t r = 0; r < kTileRows; ++r) {
         int32_t four;
@@ -92,8 +95,10 @@ BICACHE_VNNI void Tile4x32(const int8_t* xq, const float* dx, const int32_t* sx,
     for (size_t r = 0; r < kTileRows; ++r) {
       const __m512i corr = _mm512_set1_epi32(128 * sx[r * kbs + kb]);
       const __m512 d = _mm512_set1_ps(dx[r * kbs + kb]);
-      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][0], corr)), _mm512_mul_ps(a0, d), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][1], corr)), _mm512_mul_ps(a1, d), acc[r][1]);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][0], corr)),
+                                  _mm512_mul_ps(a0, d), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][1], corr)),
+                                  _mm512_mul_ps(a1, d), acc[r][1]);
     }
   }
 #pragma GCC unroll 4
@@ -103,7 +108,8 @@ BICACHE_VNNI void Tile4x32(const int8_t* xq, const float* dx, const int32_t* sx,
   }
 }
 
-BICACHE_VNNI void QuantizeRowsVnni(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* s) {
+BICACHE_VNNI void QuantizeRowsVnni(const float* x, size_t n, size_t k, int8_t* q, float* d,
+                                   int32_t* s) {
   const size_t kbs = k / 32;
   for (size_t r = 0; r < n; ++r) {
     for (size_t kb = 0; kb < kbs; ++kb) {
@@ -119,7 +125,8 @@ BICACHE_VNNI void QuantizeRowsVnni(const float* x, size_t n, size_t k, int8_t* q
         continue;
       }
       const __m512 inv = _mm512_set1_ps(127.0f / amax);
-      const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+      const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)),
+                    q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtsepi32_epi8(q0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtsepi32_epi8(q1));
       d[i] = amax / 127.0f;
@@ -141,19 +148,22 @@ bool Int8RouteAvailable() {
 
 void QuantizeActivationsQ8(const float* x, size_t n, size_t k, int8_t* q, float* d, int32_t* s) {
   if (k % 32 != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "int8 activations: row length " + std::to_string(k) +
-                                                 " is not a multiple of 32");
+    throw Error(ErrorKind::kInvalidArgument,
+                "int8 activations: row length " + std::to_string(k) + " is not a multiple of 32");
   }
-  if (!CpuHasVnni()) throw Error(ErrorKind::kUnsupported, "int8 activations: this CPU has no AVX512-VNNI");
+  if (!CpuHasVnni())
+    throw Error(ErrorKind::kUnsupported, "int8 activations: this CPU has no AVX512-VNNI");
   QuantizeRowsVnni(x, n, k, q, d, s);
 }
 
-void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes, size_t out,
-                     float* y) {
-  if (!Int8RouteAvailable()) throw Error(ErrorKind::kUnsupported, "int8 route: not available on this CPU");
+void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
+                     size_t out, float* y) {
+  if (!Int8RouteAvailable())
+    throw Error(ErrorKind::kUnsupported, "int8 route: not available on this CPU");
   if (n == 0) return;
   if (in % 32 != 0 || row_bytes != in / 32 * kQ8Bytes) {
-    throw Error(ErrorKind::kInvalidArgument, "int8 route: Q8_0 rows of " + std::to_string(in) + " values must be " +
+    throw Error(ErrorKind::kInvalidArgument, "int8 route: Q8_0 rows of " + std::to_string(in) +
+                                                 " values must be " +
                                                  std::to_string(in / 32 * kQ8Bytes) + " bytes");
   }
   const size_t kbs = in / 32;
@@ -167,7 +177,8 @@ void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size
   int32_t* sx = GrowTo(s, rows * kbs);
   const long n_rows = static_cast<long>(n);
 #pragma omp parallel for schedule(static)
-  for (long r = 0; r < n_rows; ++r) QuantizeRowsVnni(x + r * in, 1, in, qx + r * in, dx + r * kbs, sx + r * kbs);
+  for (long r = 0; r < n_rows; ++r)
+    QuantizeRowsVnni(x + r * in, 1, in, qx + r * in, dx + r * kbs, sx + r * kbs);
   std::memset(qx + n * in, 0, (rows - n) * in);
   std::fill(dx + n * kbs, dx + rows * kbs, 0.0f);
   std::fill(sx + n * kbs, sx + rows * kbs, 0);
@@ -187,7 +198,8 @@ void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size
       for (size_t r0 = 0; r0 < rows; r0 += kTileRows) {
         Tile4x32(qx + r0 * in, dx + r0 * kbs, sx + r0 * kbs, in, u, a, tile);
         const size_t valid = std::min(kTileRows, n - std::min(n, r0));
-        for (size_t r = 0; r < valid; ++r) std::memcpy(y + (r0 + r) * out + c0, tile + r * kPanelCols, cols * sizeof(float));
+        for (size_t r = 0; r < valid; ++r)
+          std::memcpy(y + (r0 + r) * out + c0, tile + r * kPanelCols, cols * sizeof(float));
       }
     }
   }

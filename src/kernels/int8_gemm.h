@@ -21,7 +21,7 @@ void QuantizeActivationsQ8(const float* x, size_t n, size_t k, int8_t* q, float*
 
 // y[n, out] = x[n, in] * W^T, W: [out, in] in ggml Q8_0 rows `row_bytes` apart. Parallel over
 // panels of 32 output columns (OpenMP). Requires Int8RouteAvailable(); throws otherwise.
-void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes, size_t out,
-                     float* y);
+void Int8ForwardQ8_0(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
+                     size_t out, float* y);
 
 }  // namespace bicache::kernels

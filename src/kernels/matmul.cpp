@@ -58,7 +58,9 @@ dnnl::stream& ThreadStream() {
   return stream;
 }
 
-DataType OperandType(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? DataType::bf16 : DataType::f32; }
+DataType OperandType(MatmulPrecision p) {
+  return p == MatmulPrecision::kBf16 ? DataType::bf16 : DataType::f32;
+}
 
 // One compiled matmul C[m, n] = A[m, k] * B[k, n]; B is "ba" (transposed storage) or "ab".
 struct GemmPrim {
@@ -73,9 +75,12 @@ constexpr size_t kRuntimeRows = 0;  // cache key for the run-time-M primitive
 // m == kRuntimeRows builds the primitive with a run-time row count (DNNL_RUNTIME_DIM_VAL); its
 // src/dst descs then hold the placeholder and RunGemm substitutes the real m.
 // A and B are `dt` (bf16 or f32); C is always f32.
-std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed, DataType dt) {
+std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_transposed,
+                                        DataType dt) {
   static std::mutex mu;
-  static std::map<std::tuple<size_t, size_t, size_t, bool, DataType>, std::shared_ptr<const GemmPrim>> cache;
+  static std::map<std::tuple<size_t, size_t, size_t, bool, DataType>,
+                  std::shared_ptr<const GemmPrim>>
+      cache;
   const auto key = std::make_tuple(m, k, n, b_transposed, dt);
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -85,7 +90,8 @@ std::shared_ptr<const GemmPrim> GetPrim(size_t m, size_t k, size_t n, bool b_tra
   const auto K = static_cast<memory::dim>(k), N = static_cast<memory::dim>(n);
   auto p = std::make_shared<GemmPrim>();
   p->src = memory::desc({M, K}, dt, Dims{K, 1});
-  p->wei = b_transposed ? memory::desc({K, N}, dt, Dims{1, K}) : memory::desc({K, N}, dt, memory::format_tag::ab);
+  p->wei = b_transposed ? memory::desc({K, N}, dt, Dims{1, K})
+                        : memory::desc({K, N}, dt, memory::format_tag::ab);
   p->dst = memory::desc({M, N}, memory::data_type::f32, Dims{N, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -119,15 +125,15 @@ void RunGemm(const GemmPrim& g, size_t m, const void* a, const void* b, float* c
 }
 
 [[noreturn]] void Rethrow(const dnnl::error& e, const std::string& what) {
-  throw Error(ErrorKind::kInternal, what + ": oneDNN error " + std::to_string(e.status) + " (" +
-                                        e.what() + ")");
+  throw Error(ErrorKind::kInternal,
+              what + ": oneDNN error " + std::to_string(e.status) + " (" + e.what() + ")");
 }
 
 // C[m, n] = A[m, k] * B through the primitive cache (the row-count rule above); a oneDNN failure
 // becomes Error(kInternal) naming `what` and the shape.
 // A and B are `dt` values.
-void Multiply(const void* a, size_t m, size_t k, const void* b, size_t n, bool b_transposed, float* c, DataType dt,
-              const char* what) {
+void Multiply(const void* a, size_t m, size_t k, const void* b, size_t n, bool b_transposed,
+              float* c, DataType dt, const char* what) {
   try {
     const auto g = GetPrim(m >= kFixedMinRows ? m : kRuntimeRows, k, n, b_transposed, dt);
     RunGemm(*g, m, a, b, c);
@@ -165,9 +171,10 @@ MatmulPrecision DecidePrecision() {
   const bool bf16 = Bf16MatmulAvailable();
   if (!forced) return bf16 ? MatmulPrecision::kBf16 : MatmulPrecision::kF32;
   if (*forced == MatmulPrecision::kBf16 && !bf16) {
-    throw Error(ErrorKind::kUnsupported,
-                "BICACHE_MATMUL=bf16: oneDNN has no bf16 matmul kernel for this CPU (it needs AVX-512); "
-                "use BICACHE_MATMUL=f32 or auto");
+    throw Error(
+        ErrorKind::kUnsupported,
+        "BICACHE_MATMUL=bf16: oneDNN has no bf16 matmul kernel for this CPU (it needs AVX-512); "
+        "use BICACHE_MATMUL=f32 or auto");
   }
   return *forced;
 }
@@ -192,15 +199,18 @@ MatmulPrecision ActiveMatmulPrecision() {
   return p;
 }
 
-const char* MatmulPrecisionName(MatmulPrecision p) { return p == MatmulPrecision::kBf16 ? "bf16" : "f32"; }
+const char* MatmulPrecisionName(MatmulPrecision p) {
+  return p == MatmulPrecision::kBf16 ? "bf16" : "f32";
+}
 
 struct Linear::Impl {
   size_t in = 0, out = 0;
   MatmulPrecision precision = MatmulPrecision::kBf16;
-  format::TensorType type = format::TensorType::BF16;  // what products read: BF16 or the file's type
-  std::vector<uint16_t> owned;       // [out, in] bf16 when converted at load (bf16 precision)
-  const uint16_t* w = nullptr;       // [out, in] bf16: owned.data() or the mapped file (bf16 precision)
-  std::vector<float> w32;            // [out, in] the same bf16 values widened (f32 precision)
+  format::TensorType type =
+      format::TensorType::BF16;  // what products read: BF16 or the file's type
+  std::vector<uint16_t> owned;   // [out, in] bf16 when converted at load (bf16 precision)
+  const uint16_t* w = nullptr;   // [out, in] bf16: owned.data() or the mapped file (bf16 precision)
+  std::vector<float> w32;        // [out, in] the same bf16 values widened (f32 precision)
   const uint8_t* panel_src = nullptr;  // [out] rows of row_bytes, mapped: read panel by panel
   size_t row_bytes = 0;
 };
@@ -231,9 +241,15 @@ Linear::~Linear() = default;
 Linear::Linear(Linear&&) noexcept = default;
 Linear& Linear::operator=(Linear&&) noexcept = default;
 
-size_t Linear::in() const { return impl_ ? impl_->in : 0; }
-size_t Linear::out() const { return impl_ ? impl_->out : 0; }
-format::TensorType Linear::storage_type() const { return impl_ ? impl_->type : format::TensorType::BF16; }
+size_t Linear::in() const {
+  return impl_ ? impl_->in : 0;
+}
+size_t Linear::out() const {
+  return impl_ ? impl_->out : 0;
+}
+format::TensorType Linear::storage_type() const {
+  return impl_ ? impl_->type : format::TensorType::BF16;
+}
 size_t Linear::owned_bytes() const {
   return impl_ ? impl_->owned.size() * sizeof(uint16_t) + impl_->w32.size() * sizeof(float) : 0;
 }
@@ -270,7 +286,8 @@ void PanelForward(const Linear::Impl& w, const uint16_t* xs, const float* xf, si
         } else {
           Multiply(xs, n, w.in, wp, rows, /*b_transposed=*/true, c, DataType::bf16, "linear panel");
         }
-        for (size_t i = 0; i < n; ++i) std::memcpy(y + i * w.out + r0, c + i * rows, rows * sizeof(float));
+        for (size_t i = 0; i < n; ++i)
+          std::memcpy(y + i * w.out + r0, c + i * rows, rows * sizeof(float));
       } catch (const std::exception& e) {
 #pragma omp critical(bicache_panel_error)
         if (error.empty()) error = e.what();
@@ -313,8 +330,9 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
   const size_t in = t.ne[0], out = t.ne[1];
   uint64_t block_elems = 0, block_bytes = 0;
   if (!IsComputeType(t.type) || !format::TensorTypeLayout(t.type, &block_elems, &block_bytes)) {
-    throw Error(ErrorKind::kUnsupported, "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
-                                             "; matrix weights must be one of " + ComputeTypeList());
+    throw Error(ErrorKind::kUnsupported,
+                "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
+                    "; matrix weights must be one of " + ComputeTypeList());
   }
   if (in % block_elems != 0) {
     throw Error(ErrorKind::kModel, "tensor '" + t.name + "': row length " + std::to_string(in) +
@@ -376,7 +394,8 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
 void Linear::Forward(const float* x, size_t n, float* y) const {
   if (!impl_) throw Error(ErrorKind::kInternal, "linear: Forward on an empty Linear");
   if (n == 0) return;
-  if (impl_->type == format::TensorType::Q8_0 && impl_->panel_src != nullptr && Int8RouteAvailable()) {
+  if (impl_->type == format::TensorType::Q8_0 && impl_->panel_src != nullptr &&
+      Int8RouteAvailable()) {
     Int8ForwardQ8_0(x, n, impl_->in, impl_->panel_src, impl_->row_bytes, impl_->out, y);
     return;
   }
@@ -392,14 +411,16 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
       PanelForward(*impl_, xs, xw, n, y);
       return;
     }
-    Multiply(xw, n, impl_->in, impl_->w32.data(), impl_->out, /*b_transposed=*/true, y, DataType::f32, "linear");
+    Multiply(xw, n, impl_->in, impl_->w32.data(), impl_->out, /*b_transposed=*/true, y,
+             DataType::f32, "linear");
     return;
   }
   if (impl_->panel_src != nullptr) {
     PanelForward(*impl_, xs, nullptr, n, y);
     return;
   }
-  Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, DataType::bf16, "linear");
+  Multiply(xs, n, impl_->in, impl_->w, impl_->out, /*b_transposed=*/true, y, DataType::bf16,
+           "linear");
 }
 
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
@@ -408,7 +429,8 @@ void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n
   if (k == 0) throw Error(ErrorKind::kInvalidArgument, "gemm: inner dimension is zero");
   if (ActiveMatmulPrecision() == MatmulPrecision::kF32) {
     thread_local std::vector<float> af, bf;  // [m, k], B's k * n values in its own layout
-    Multiply(Widened(af, a, m * k), m, k, Widened(bf, b, k * n), n, b_transposed, c, DataType::f32, "gemm");
+    Multiply(Widened(af, a, m * k), m, k, Widened(bf, b, k * n), n, b_transposed, c, DataType::f32,
+             "gemm");
     return;
   }
   Multiply(a, m, k, b, n, b_transposed, c, DataType::bf16, "gemm");

@@ -72,9 +72,10 @@ class Linear {
 };
 
 // C[m, n] = A[m, k] * B[k, n] of bf16 operands with float32 accumulation and output (on the f32
-// path the operands are widened first), through the same cached oneDNN primitives as Linear (attention's Q*K^T and P*V use it). A is row-major [m, k];
-// B is row-major [k, n], or stored as its transpose [n, k] when b_transposed; C is row-major
-// [m, n]. Throws Error(kInternal) naming the shape when oneDNN fails.
+// path the operands are widened first), through the same cached oneDNN primitives as Linear
+// (attention's Q*K^T and P*V use it). A is row-major [m, k]; B is row-major [k, n], or stored as
+// its transpose [n, k] when b_transposed; C is row-major [m, n]. Throws Error(kInternal) naming the
+// shape when oneDNN fails.
 void GemmBf16(const uint16_t* a, size_t m, size_t k, const uint16_t* b, size_t n, bool b_transposed,
               float* c);
 

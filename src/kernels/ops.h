@@ -6,12 +6,13 @@
 #pragma once
 
 #include <cstddef>
-#include <span>
 #include <cstdint>
+#include <span>
 
 namespace bicache::kernels {
 
-// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w[:]   x,out: [rows, d], w: [d]. out may == x.
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w[:]   x,out: [rows, d], w: [d]. out may ==
+// x.
 void RmsNorm(const float* x, const float* w, float* out, size_t rows, size_t d, float eps);
 
 // RoPE layouts. kNormal rotates adjacent pairs (2i, 2i+1) (llama.cpp "normal", used by `llada`
@@ -61,8 +62,8 @@ struct KvSegment {
 };
 constexpr size_t kMaxKvSegments = 4;
 void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
-                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
-                       float* out, size_t out_stride);
+                       size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
+                       float scale, float* out, size_t out_stride);
 
 // Blocks of at least kAttentionGemmMinRows query rows (against at least kAttentionGemmMinKv K/V
 // rows) run through oneDNN bf16 matmuls (attention_gemm.cpp: Q*K^T, softmax, P*V, with Q*scale, K,
@@ -71,7 +72,8 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
 // AttentionSegments, already validated; no empty segment).
 constexpr size_t kAttentionGemmMinRows = 64;
 constexpr size_t kAttentionGemmMinKv = 64;
-void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs, size_t kv_stride,
-                   size_t n_head, size_t n_kv_head, size_t head_dim, float scale, float* out, size_t out_stride);
+void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
+                   size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
+                   float* out, size_t out_stride);
 
 }  // namespace bicache::kernels

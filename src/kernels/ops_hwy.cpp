@@ -3,12 +3,14 @@
 // Tails shorter than one vector fall back to the scalar formula; results then differ from the
 // vector lanes only by the last ulp of exp.
 
+// clang-format off: Highway needs foreach_target.h, then highway.h, in this order
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/ops_hwy.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 
-#include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+// clang-format on
 
 #include <cmath>
 #include <cstring>
@@ -182,7 +184,9 @@ void AddInPlace(float* y, const float* x, size_t n) {
 void AddBiasRows(float* y, const float* b, size_t rows, size_t d) {
   for (size_t r = 0; r < rows; ++r) HWY_DYNAMIC_DISPATCH(AddInPlaceImpl)(y + r * d, b, d);
 }
-void Softmax(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
+void Softmax(float* x, size_t n) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n);
+}
 void F32ToBf16(const float* src, uint16_t* dst, size_t n) {
   HWY_DYNAMIC_DISPATCH(F32ToBf16Impl)(src, dst, n);
 }

@@ -16,7 +16,8 @@ inline float HalfAt(const uint8_t* p) {
 }
 
 // The 4-bit codebook of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl).
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
 
 // Q4_K / Q5_K: scale and min of sub-block j (0..7) from the 12 packed bytes (6 bits each).
 void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
@@ -69,7 +70,8 @@ void BlockQ8_0(const uint8_t* b, float* y) {  // f16 d | 32 x int8
   const float d = HalfAt(b);
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
 }
-void BlockQ2_K(const uint8_t* b, float* y) {  // 16 B scales (lo: scale, hi: min) | 64 B qs | d | dmin
+void BlockQ2_K(const uint8_t* b,
+               float* y) {  // 16 B scales (lo: scale, hi: min) | 64 B qs | d | dmin
   const uint8_t* sc = b;
   const uint8_t* q = b + 16;
   const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
@@ -77,9 +79,11 @@ void BlockQ2_K(const uint8_t* b, float* y) {  // 16 B scales (lo: scale, hi: min
   for (int half = 0; half < 2; ++half, q += 32) {
     for (int shift = 0; shift < 8; shift += 2) {
       for (int part = 0; part < 2; ++part) {
-        const float dl = d * static_cast<float>(sc[is] & 0x0F), ml = dmin * static_cast<float>(sc[is] >> 4);
+        const float dl = d * static_cast<float>(sc[is] & 0x0F),
+                    ml = dmin * static_cast<float>(sc[is] >> 4);
         ++is;
-        for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16 * part] >> shift) & 3) - ml;
+        for (int l = 0; l < 16; ++l)
+          *y++ = dl * static_cast<float>((q[l + 16 * part] >> shift) & 3) - ml;
       }
     }
   }
@@ -132,8 +136,10 @@ void BlockQ5_K(const uint8_t* b, float* y) {  // d | dmin | 12 B scales/mins | 3
     const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
     ScaleMinK4(j + 1, b + 4, &sc, &m);
     const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0x0F) + (qh[l] & u1 ? 16 : 0)) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d1 * static_cast<float>((q[l] & 0x0F) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d2 * static_cast<float>((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
   }
 }
 void BlockQ6_K(const uint8_t* b, float* y) {  // 128 B ql | 64 B qh | 16 x int8 scales | d
@@ -182,19 +188,31 @@ using BlockFn = void (*)(const uint8_t*, float*);
 BlockFn BlockDecoder(format::TensorType type) {
   using T = format::TensorType;
   switch (type) {
-    case T::Q4_0: return BlockQ4_0;
-    case T::Q4_1: return BlockQ4_1;
-    case T::Q5_0: return BlockQ5_0;
-    case T::Q5_1: return BlockQ5_1;
-    case T::Q8_0: return BlockQ8_0;
-    case T::Q2_K: return BlockQ2_K;
-    case T::Q3_K: return BlockQ3_K;
-    case T::Q4_K: return BlockQ4_K;
-    case T::Q5_K: return BlockQ5_K;
-    case T::Q6_K: return BlockQ6_K;
-    case T::IQ4_NL: return BlockIq4Nl;
-    case T::IQ4_XS: return BlockIq4Xs;
-    default: return nullptr;
+    case T::Q4_0:
+      return BlockQ4_0;
+    case T::Q4_1:
+      return BlockQ4_1;
+    case T::Q5_0:
+      return BlockQ5_0;
+    case T::Q5_1:
+      return BlockQ5_1;
+    case T::Q8_0:
+      return BlockQ8_0;
+    case T::Q2_K:
+      return BlockQ2_K;
+    case T::Q3_K:
+      return BlockQ3_K;
+    case T::Q4_K:
+      return BlockQ4_K;
+    case T::Q5_K:
+      return BlockQ5_K;
+    case T::Q6_K:
+      return BlockQ6_K;
+    case T::IQ4_NL:
+      return BlockIq4Nl;
+    case T::IQ4_XS:
+      return BlockIq4Xs;
+    default:
+      return nullptr;
   }
 }
-

@@ -161,7 +161,9 @@ void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, 
 
 namespace {
 
-inline float QuantF16ToF32(uint16_t h) { return F32FromF16(h); }
+inline float QuantF16ToF32(uint16_t h) {
+  return F32FromF16(h);
+}
 #include "kernels/quant_blocks-inl.h"
 
 }  // namespace
@@ -188,18 +190,20 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
   const BlockFn block = BlockDecoder(type);
   uint64_t block_elems = 0, block_bytes = 0;
   if (block == nullptr || !format::TensorTypeLayout(type, &block_elems, &block_bytes)) {
-    throw Error(ErrorKind::kUnsupported,
-                "reference dequantisation: unsupported tensor type " + format::TensorTypeName(type));
+    throw Error(ErrorKind::kUnsupported, "reference dequantisation: unsupported tensor type " +
+                                             format::TensorTypeName(type));
   }
   if (n % block_elems != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "reference dequantisation of " + format::TensorTypeName(type) +
-                                                 ": " + std::to_string(n) + " elements is not a multiple of " +
-                                                 std::to_string(block_elems));
+    throw Error(ErrorKind::kInvalidArgument,
+                "reference dequantisation of " + format::TensorTypeName(type) + ": " +
+                    std::to_string(n) + " elements is not a multiple of " +
+                    std::to_string(block_elems));
   }
   for (size_t i = 0; i < n / block_elems; ++i) block(b + i * block_bytes, dst + i * block_elems);
 }
 
-void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes, size_t out, float* y) {
+void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
+                     size_t out, float* y) {
   const size_t kbs = in / 32;
   std::vector<int> q(in);
   std::vector<float> d(kbs);
@@ -209,7 +213,8 @@ void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size
       float amax = 0;
       for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xr[kb * 32 + j]));
       const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
-      for (size_t j = 0; j < 32; ++j) q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
+      for (size_t j = 0; j < 32; ++j)
+        q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
       d[kb] = amax == 0.0f ? 0.0f : amax / 127.0f;
     }
     for (size_t o = 0; o < out; ++o) {
@@ -218,7 +223,8 @@ void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size
       for (size_t kb = 0; kb < kbs; ++kb) {
         const uint8_t* blk = row + kb * 34;
         int64_t dot = 0;
-        for (size_t j = 0; j < 32; ++j) dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + j])) * q[kb * 32 + j];
+        for (size_t j = 0; j < 32; ++j)
+          dot += static_cast<int64_t>(static_cast<int8_t>(blk[2 + j])) * q[kb * 32 + j];
         acc += static_cast<double>(dot) * static_cast<double>(HalfAt(blk) * d[kb]);
       }
       y[r * out + o] = static_cast<float>(acc);

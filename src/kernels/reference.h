@@ -48,7 +48,8 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
 // kernels::QuantizeActivationsQ8 (absmax / 127, nearbyint(x * (127 / absmax)) in float), each
 // block's integer dot product with the Q8_0 weight block, scaled by float(d_w * d_x) and summed in
 // double. W: [out, in] ggml Q8_0 rows `row_bytes` apart.
-void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes, size_t out, float* y);
+void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
+                     size_t out, float* y);
 
 // y[n, out] = x[n, in] * W^T with W: [out, in] float32, accumulated in double.
 void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out);

@@ -103,8 +103,8 @@ void Rope(float* x, size_t n_tok, size_t row_stride, size_t n_head, size_t head_
       c = direct_c.data();
       s = direct_s.data();
     }
-    for (size_t h = 0; h < n_head; ++h) RotateHead(x + t * row_stride + h * head_dim, c, s, half,
-                                                   layout);
+    for (size_t h = 0; h < n_head; ++h)
+      RotateHead(x + t * row_stride + h * head_dim, c, s, half, layout);
   }
 }
 

@@ -12,7 +12,9 @@ constexpr uint64_t kMaxDim = 1u << 17;
 constexpr uint64_t kMaxHeads = 4096;
 constexpr uint64_t kMaxContext = 1u << 24;
 
-[[noreturn]] void Fail(const std::string& msg) { throw Error(ErrorKind::kModel, msg); }
+[[noreturn]] void Fail(const std::string& msg) {
+  throw Error(ErrorKind::kModel, msg);
+}
 
 int ReadBounded(const format::GgufFile& f, const std::string& key, uint64_t lo, uint64_t hi) {
   uint64_t v = f.GetUInt(key);
@@ -25,7 +27,9 @@ int ReadBounded(const format::GgufFile& f, const std::string& key, uint64_t lo, 
 
 }  // namespace
 
-const char* ArchName(Arch arch) { return arch == Arch::kLlada ? "llada" : "dream"; }
+const char* ArchName(Arch arch) {
+  return arch == Arch::kLlada ? "llada" : "dream";
+}
 
 ModelConfig ReadConfig(const format::GgufFile& f) {
   ModelConfig c;
@@ -51,10 +55,12 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   c.d_ff = ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4);
   c.context_length = ReadBounded(f, p + "context_length", 1, kMaxContext);
   const double eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon");
-  if (!(eps > 0 && eps < 1)) Fail("metadata key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1)");
+  if (!(eps > 0 && eps < 1))
+    Fail("metadata key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1)");
   c.rms_eps = static_cast<float>(eps);
   const double base = f.GetFloatOr(p + "rope.freq_base").value_or(10000.0);
-  if (!(base > 1 && base < 1e12)) Fail("metadata key '" + p + "rope.freq_base' must be in (1, 1e12)");
+  if (!(base > 1 && base < 1e12))
+    Fail("metadata key '" + p + "rope.freq_base' must be in (1, 1e12)");
   c.rope_base = static_cast<float>(base);
 
   if (c.d_model % c.n_head != 0) {
@@ -66,7 +72,8 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
          ") is not a multiple of attention.head_count_kv (" + std::to_string(c.n_kv_head) + ")");
   }
   c.head_dim = c.d_model / c.n_head;
-  if (c.head_dim % 2 != 0) Fail("head dimension " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
+  if (c.head_dim % 2 != 0)
+    Fail("head dimension " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
   if (auto rope_dim = f.GetUIntOr(p + "rope.dimension_count")) {
     if (*rope_dim != static_cast<uint64_t>(c.head_dim)) {
       Fail("metadata key '" + p + "rope.dimension_count' = " + std::to_string(*rope_dim) +
@@ -75,13 +82,18 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
     }
   }
   if (auto causal = f.GetBoolOr(p + "attention.causal"); causal && *causal) {
-    throw Error(ErrorKind::kUnsupported, "metadata key '" + p +
-                                             "attention.causal' is true: bicache runs bidirectional diffusion models only");
+    throw Error(ErrorKind::kUnsupported,
+                "metadata key '" + p +
+                    "attention.causal' is true: bicache runs bidirectional diffusion models only");
   }
   c.shift_logits = f.GetBoolOr("diffusion.shift_logits").value_or(c.arch == Arch::kDream);
   auto mask = f.GetUIntOr("tokenizer.ggml.mask_token_id");
-  if (!mask) Fail("metadata key 'tokenizer.ggml.mask_token_id' is missing: a diffusion model needs a mask token");
-  if (*mask > static_cast<uint64_t>(INT32_MAX)) Fail("metadata key 'tokenizer.ggml.mask_token_id' is out of range");
+  if (!mask)
+    Fail(
+        "metadata key 'tokenizer.ggml.mask_token_id' is missing: a diffusion model needs a mask "
+        "token");
+  if (*mask > static_cast<uint64_t>(INT32_MAX))
+    Fail("metadata key 'tokenizer.ggml.mask_token_id' is out of range");
   c.mask_token_id = static_cast<int32_t>(*mask);
   return c;
 }

@@ -25,12 +25,13 @@ struct Layout {
 
 struct SeqView {
   const SeqPlan* plan;
-  int n;             // sequence length
-  int cb, ce;        // compute range in layers < partial_depth
+  int n;       // sequence length
+  int cb, ce;  // compute range in layers < partial_depth
 };
 
 [[noreturn]] void BadPlan(size_t s, const std::string& what) {
-  throw Error(ErrorKind::kInvalidArgument, "forward plan of sequence " + std::to_string(s) + ": " + what);
+  throw Error(ErrorKind::kInvalidArgument,
+              "forward plan of sequence " + std::to_string(s) + ": " + what);
 }
 
 std::vector<SeqView> Validate(const ModelConfig& c, std::span<const SeqPlan> plans) {
@@ -44,13 +45,19 @@ std::vector<SeqView> Validate(const ModelConfig& c, std::span<const SeqPlan> pla
                      std::to_string(c.context_length));
     }
     for (int32_t t : p.tokens) {
-      if (t < 0 || t >= c.n_vocab) BadPlan(s, "token id " + std::to_string(t) + " is outside the vocabulary");
+      if (t < 0 || t >= c.n_vocab)
+        BadPlan(s, "token id " + std::to_string(t) + " is outside the vocabulary");
     }
     SeqView v{&p, n, p.compute_begin, p.compute_end < 0 ? n : p.compute_end};
-    if (p.partial_depth < 0 || p.partial_depth > c.n_layer) BadPlan(s, "partial_depth out of range");
-    if (v.cb < 0 || v.cb >= v.ce || v.ce > n) BadPlan(s, "compute range is empty or outside the sequence");
+    if (p.partial_depth < 0 || p.partial_depth > c.n_layer)
+      BadPlan(s, "partial_depth out of range");
+    if (v.cb < 0 || v.cb >= v.ce || v.ce > n)
+      BadPlan(s, "compute range is empty or outside the sequence");
     const bool partial = p.partial_depth > 0 && (v.cb != 0 || v.ce != n);
-    if (!partial) { v.cb = 0; v.ce = n; }
+    if (!partial) {
+      v.cb = 0;
+      v.ce = n;
+    }
     if (partial) {
       if (!p.kv_in || p.kv_in->n_tok != n) BadPlan(s, "kv_in missing or of a different length");
       for (int l = 0; l < p.partial_depth; ++l) {
@@ -73,8 +80,8 @@ std::vector<SeqView> Validate(const ModelConfig& c, std::span<const SeqPlan> pla
       }
     }
     if (p.kv_out) {
-      if (p.capture_kv_layers < 0 || p.capture_kv_layers > c.n_layer ||
-          p.capture_hidden_max < 0 || p.capture_hidden_max > c.n_layer) {
+      if (p.capture_kv_layers < 0 || p.capture_kv_layers > c.n_layer || p.capture_hidden_max < 0 ||
+          p.capture_hidden_max > c.n_layer) {
         BadPlan(s, "capture range out of bounds");
       }
       if (p.kv_out->n_tok != n || static_cast<int>(p.kv_out->layers.size()) != c.n_layer ||
@@ -143,12 +150,12 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   // Activation buffers, sized for the largest layout (every token of every sequence).
   thread_local Scratch sc;
   const size_t mr = static_cast<size_t>(max_rows);
-  float* x = GrowTo(sc.x, mr * d);       // [rows, d] residual stream
-  float* h = GrowTo(sc.h, mr * d);       // [rows, d] normed input
-  float* q = GrowTo(sc.q, mr * qd);      // [rows, q_dim]
-  float* k = GrowTo(sc.k, mr * kvd);     // [rows, kv_dim]
-  float* v = GrowTo(sc.v, mr * kvd);     // [rows, kv_dim]
-  float* att = GrowTo(sc.att, mr * qd);  // [rows, q_dim]
+  float* x = GrowTo(sc.x, mr * d);         // [rows, d] residual stream
+  float* h = GrowTo(sc.h, mr * d);         // [rows, d] normed input
+  float* q = GrowTo(sc.q, mr * qd);        // [rows, q_dim]
+  float* k = GrowTo(sc.k, mr * kvd);       // [rows, kv_dim]
+  float* v = GrowTo(sc.v, mr * kvd);       // [rows, kv_dim]
+  float* att = GrowTo(sc.att, mr * qd);    // [rows, q_dim]
   float* gate = GrowTo(sc.gate, mr * ff);  // [rows, d_ff]
   float* up = GrowTo(sc.up, mr * ff);      // [rows, d_ff]
   int32_t* pos = GrowTo(sc.pos, mr);       // [rows] absolute positions
@@ -174,7 +181,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
         for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
           float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
           if (p >= lay.pos_begin[s] && p < lay.pos_end[s]) {
-            CopyRows(dst, &x[static_cast<size_t>(lay.row_begin[s] + p - lay.pos_begin[s]) * d], 1, d);
+            CopyRows(dst, &x[static_cast<size_t>(lay.row_begin[s] + p - lay.pos_begin[s]) * d], 1,
+                     d);
           } else {
             CopyRows(dst, &seqs[s].plan->kv_in->hidden[l][static_cast<size_t>(p) * d], 1, d);
           }
@@ -185,7 +193,8 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     lay = std::move(next);
     const int R = lay.rows;
     for (size_t s = 0; s < seqs.size(); ++s) {
-      for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p) pos[lay.row_begin[s] + p - lay.pos_begin[s]] = p;
+      for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p)
+        pos[lay.row_begin[s] + p - lay.pos_begin[s]] = p;
     }
     // ---- capture hidden inputs of this layer ----
     for (size_t s = 0; s < seqs.size(); ++s) {
@@ -193,15 +202,19 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       if (!p.kv_out || l < 1 || l > p.capture_hidden_max) continue;
       auto& dst = p.kv_out->hidden[l];
       dst.resize(static_cast<size_t>(seqs[s].n) * d);
-      CopyRows(&dst[static_cast<size_t>(lay.pos_begin[s]) * d], &x[static_cast<size_t>(lay.row_begin[s]) * d],
-               lay.pos_end[s] - lay.pos_begin[s], d);
+      CopyRows(&dst[static_cast<size_t>(lay.pos_begin[s]) * d],
+               &x[static_cast<size_t>(lay.row_begin[s]) * d], lay.pos_end[s] - lay.pos_begin[s], d);
     }
     st.token_layers += R;
 
     // ---- attention block ----
-    ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
+    ParallelRows(R, [&](int b, int e) {
+      kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d,
+                       c.rms_eps);
+    });
     if (w.fused_qkv) {
-      float* qkv = GrowTo(sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
+      float* qkv = GrowTo(
+          sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
       Project(w.wqkv, h, R, qkv, &st);
       const int W = qd + 2 * kvd;
       ParallelRows(R, [&](int b, int e) {
@@ -224,8 +237,10 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       });
     }
     ParallelRows(R, [&](int b, int e) {
-      kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &pos[b], c.rope_base, c.rope_layout);
-      kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &pos[b], c.rope_base, c.rope_layout);
+      kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &pos[b], c.rope_base,
+                    c.rope_layout);
+      kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &pos[b], c.rope_base,
+                    c.rope_layout);
     });
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (size_t s = 0; s < seqs.size(); ++s) {
@@ -238,14 +253,15 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
         // lie in the sequence's K/V ([n, kvd]), the computed rows from this forward's buffers.
         const LayerKv& in = p.kv_in->layers[l];
         const size_t after = (size_t)pe * kvd;
-        const kernels::KvSegment segs[3] = {{in.k.data(), in.v.data(), (size_t)pb},
-                                            {ks, vs, (size_t)(pe - pb)},
-                                            {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
-        kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head, c.n_kv_head, hd,
-                                   scale, &att[(size_t)rb * qd], qd);
+        const kernels::KvSegment segs[3] = {
+            {in.k.data(), in.v.data(), (size_t)pb},
+            {ks, vs, (size_t)(pe - pb)},
+            {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
+        kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head,
+                                   c.n_kv_head, hd, scale, &att[(size_t)rb * qd], qd);
       } else {
-        kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head, hd,
-                           scale, &att[(size_t)rb * qd], qd);
+        kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head,
+                           hd, scale, &att[(size_t)rb * qd], qd);
       }
       st.attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
       if (p.kv_out && l < p.capture_kv_layers) {
@@ -257,15 +273,25 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       }
     }
     Project(w.wo, att, R, h, &st);
-    ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
+    ParallelRows(R, [&](int b, int e) {
+      kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d);
+    });
 
     // ---- feed-forward block (SwiGLU) ----
-    ParallelRows(R, [&](int b, int e) { kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps); });
+    ParallelRows(R, [&](int b, int e) {
+      kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d,
+                       c.rms_eps);
+    });
     Project(w.w_gate, h, R, gate, &st);
     Project(w.w_up, h, R, up, &st);
-    ParallelRows(R, [&](int b, int e) { kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff], (size_t)(e - b) * ff); });
+    ParallelRows(R, [&](int b, int e) {
+      kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff],
+                      (size_t)(e - b) * ff);
+    });
     Project(w.w_down, gate, R, h, &st);
-    ParallelRows(R, [&](int b, int e) { kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d); });
+    ParallelRows(R, [&](int b, int e) {
+      kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d);
+    });
   }
 
   // ---- capture the last layer's output if asked (hidden[n_layer]) ----
@@ -274,14 +300,15 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
     if (!p.kv_out || p.capture_hidden_max < c.n_layer) continue;
     auto& dst = p.kv_out->hidden[c.n_layer];
     dst.resize(static_cast<size_t>(seqs[s].n) * d);
-    CopyRows(&dst[(size_t)lay.pos_begin[s] * d], &x[(size_t)lay.row_begin[s] * d], lay.pos_end[s] - lay.pos_begin[s], d);
+    CopyRows(&dst[(size_t)lay.pos_begin[s] * d], &x[(size_t)lay.row_begin[s] * d],
+             lay.pos_end[s] - lay.pos_begin[s], d);
   }
 
   // ---- output head on the requested rows only ----
   int out_rows = 0;
   for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
   if (out_rows > 0) {
-    float* sel = GrowTo(sc.sel, static_cast<size_t>(out_rows) * d);               // [out_rows, d]
+    float* sel = GrowTo(sc.sel, static_cast<size_t>(out_rows) * d);  // [out_rows, d]
     // [out_rows, V]: one sequence's rows go straight into its own buffer (at a real vocabulary and
     // a whole canvas that is hundreds of MB not held twice); several sequences are stacked first.
     const SeqView* single = nullptr;
@@ -289,15 +316,20 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       if (s.plan->logits_end > s.plan->logits_begin) single = single ? nullptr : &s;
     }
     const bool direct = single != nullptr && seqs.size() == 1;
-    float* logits = direct ? single->plan->logits : GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);
+    float* logits = direct ? single->plan->logits
+                           : GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);
     int r = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
       const SeqPlan& p = *seqs[s].plan;
       for (int i = p.logits_begin; i < p.logits_end; ++i, ++r) {
-        CopyRows(&sel[(size_t)r * d], &x[(size_t)(lay.row_begin[s] + i - lay.pos_begin[s]) * d], 1, d);
+        CopyRows(&sel[(size_t)r * d], &x[(size_t)(lay.row_begin[s] + i - lay.pos_begin[s]) * d], 1,
+                 d);
       }
     }
-    ParallelRows(out_rows, [&](int b, int e) { kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b, d, c.rms_eps); });
+    ParallelRows(out_rows, [&](int b, int e) {
+      kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b,
+                       d, c.rms_eps);
+    });
     Project(model.output(), sel, out_rows, logits, &st);
     r = 0;
     for (const SeqView& s : seqs) {

@@ -8,12 +8,14 @@
 //   BiCache, depth b     b               [prefix_len, n)        prefix K/V of layers < b, and
 //                                                              hidden[b] of the prefix tokens
 //   LLM-style prefix     n_layer         [prefix_len, n)        prefix K/V of every layer
-//   Fast-dLLM dual       n_layer         [block_begin, block_end) K/V of every other token, all layers
+//   Fast-dLLM dual       n_layer         [block_begin, block_end) K/V of every other token, all
+//   layers
 //
 // In layers [0, partial_depth) only tokens in [compute_begin, compute_end) are computed; they
 // attend to all n tokens, reading the K/V of the others from kv_in->layers[l]. At layer
-// partial_depth (when < n_layer) the other tokens rejoin, starting from kv_in->hidden[partial_depth]
-// (the output of layer partial_depth-1 as cached), and layers from there on run over all tokens.
+// partial_depth (when < n_layer) the other tokens rejoin, starting from
+// kv_in->hidden[partial_depth] (the output of layer partial_depth-1 as cached), and layers from
+// there on run over all tokens.
 //
 // Positions are absolute: token i has RoPE position i in every mode, so cached prefix K/V computed
 // from the prefix alone line up with the same tokens inside a longer request.
@@ -75,9 +77,9 @@ struct SeqPlan {
 
 // What one forward call did (for the benchmark's efficiency line and the engine's counters).
 struct ForwardStats {
-  uint64_t token_layers = 0;  // sum over layers of tokens computed
-  double matmul_flops = 0;    // 2*m*n*k over every projection, FFN and output head
-  double attention_flops = 0; // 4 * n_q * n_kv * head_dim * n_head per layer
+  uint64_t token_layers = 0;   // sum over layers of tokens computed
+  double matmul_flops = 0;     // 2*m*n*k over every projection, FFN and output head
+  double attention_flops = 0;  // 4 * n_q * n_kv * head_dim * n_head per layer
   double seconds = 0;
 };
 

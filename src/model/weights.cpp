@@ -7,7 +7,9 @@
 namespace bicache::model {
 namespace {
 
-[[noreturn]] void Fail(const std::string& msg) { throw Error(ErrorKind::kModel, msg); }
+[[noreturn]] void Fail(const std::string& msg) {
+  throw Error(ErrorKind::kModel, msg);
+}
 
 std::string ShapeString(const std::vector<uint64_t>& ne) {
   std::string s = "[";
@@ -25,8 +27,8 @@ const format::TensorInfo& Require(const format::GgufFile& f, const std::string& 
   }
   if (!kernels::IsComputeType(t->type)) {
     throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' has type " +
-                                             format::TensorTypeName(t->type) + "; supported: " +
-                                             kernels::ComputeTypeList());
+                                             format::TensorTypeName(t->type) +
+                                             "; supported: " + kernels::ComputeTypeList());
   }
   return *t;
 }
@@ -62,10 +64,11 @@ Model::Model(format::GgufFile file) : file_(std::move(file)) {
   token_embd_ = f.FindTensor("token_embd.weight");
   if (!token_embd_) Fail("tensor 'token_embd.weight' is missing");
   if (token_embd_->ne.size() != 2 || token_embd_->ne[0] != d) {
-    Fail("tensor 'token_embd.weight' has shape " + ShapeString(token_embd_->ne) +
-         ", expected [" + std::to_string(d) + ", n_vocab]");
+    Fail("tensor 'token_embd.weight' has shape " + ShapeString(token_embd_->ne) + ", expected [" +
+         std::to_string(d) + ", n_vocab]");
   }
-  if (token_embd_->ne[1] > (1u << 24)) Fail("tensor 'token_embd.weight' has an implausible vocabulary size");
+  if (token_embd_->ne[1] > (1u << 24))
+    Fail("tensor 'token_embd.weight' has an implausible vocabulary size");
   c.n_vocab = static_cast<int>(token_embd_->ne[1]);
   Require(f, "token_embd.weight", {d, static_cast<uint64_t>(c.n_vocab)});
   embd_row_bytes_ = token_embd_->n_bytes / c.n_vocab;

@@ -21,11 +21,11 @@ struct LayerWeights {
   kernels::Linear wqkv;          // [q_dim + 2 kv_dim, d]  Dream's fused form
   bool fused_qkv = false;
   std::vector<float> bq, bk, bv;  // Dream biases [q_dim], [kv_dim], [kv_dim]; empty for llada
-  kernels::Linear wo;            // [d, q_dim]
-  std::vector<float> ffn_norm;   // [d]
-  kernels::Linear w_gate;        // [d_ff, d]
-  kernels::Linear w_up;          // [d_ff, d]
-  kernels::Linear w_down;        // [d, d_ff]
+  kernels::Linear wo;             // [d, q_dim]
+  std::vector<float> ffn_norm;    // [d]
+  kernels::Linear w_gate;         // [d_ff, d]
+  kernels::Linear w_up;           // [d_ff, d]
+  kernels::Linear w_down;         // [d, d_ff]
 };
 
 class Model {

@@ -13,10 +13,17 @@ namespace {
 using nlohmann::json;
 
 // The sampler's validation names CLI flags; the API names body fields.
-constexpr std::pair<const char*, const char*> kFlagToField[] = {
-    {"--gen-length", "max_tokens"}, {"--block-length", "block_length"}, {"--steps", "steps"},
-    {"--temperature", "temperature"}, {"--top-p", "top_p"}, {"--top-k", "top_k"}, {"--eps", "eps"},
-    {"--cfg", "cfg"}, {"--threshold", "threshold"}, {"--algorithm", "algorithm"}, {"--alg-temp", "alg_temp"}};
+constexpr std::pair<const char*, const char*> kFlagToField[] = {{"--gen-length", "max_tokens"},
+                                                                {"--block-length", "block_length"},
+                                                                {"--steps", "steps"},
+                                                                {"--temperature", "temperature"},
+                                                                {"--top-p", "top_p"},
+                                                                {"--top-k", "top_k"},
+                                                                {"--eps", "eps"},
+                                                                {"--cfg", "cfg"},
+                                                                {"--threshold", "threshold"},
+                                                                {"--algorithm", "algorithm"},
+                                                                {"--alg-temp", "alg_temp"}};
 
 // Rewrites flag names into field names; `param` is the first field mentioned.
 std::string FlagsToFields(std::string msg, std::string* param) {
@@ -25,7 +32,8 @@ std::string FlagsToFields(std::string msg, std::string* param) {
     for (size_t pos; (pos = msg.find(flag)) != std::string::npos;) {
       // "--alg-temp" also contains no other flag as a prefix except itself; match whole tokens.
       const size_t end = pos + std::string_view(flag).size();
-      if (end < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) {
+      if (end < msg.size() &&
+          (std::isalnum(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) {
         break;  // a longer flag (e.g. --alg-temp vs --algorithm is fine; guard anyway)
       }
       msg.replace(pos, end - pos, field);
@@ -69,21 +77,25 @@ int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64
   if (v->is_number_integer() || v->is_number_unsigned()) {
     if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + ", got " + Shown(*v), key);
+                     std::to_string(hi) + ", got " + Shown(*v),
+                 key);
     }
-    const int64_t i = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+    const int64_t i =
+        v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
     if (i < lo || i > hi) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + ", got " + std::to_string(i), key);
+                     std::to_string(hi) + ", got " + std::to_string(i),
+                 key);
     }
     return i;
   }
   if (v->is_number_float() && std::isfinite(d = v->get<double>()) && d == std::floor(d)) {
-    // `hi + 1.0` rather than `hi`: a 64-bit bound rounds up to a power of two as a double (INT64_MAX
-    // to 2^63), which `d > hi` would let through and the cast below could not hold.
+    // `hi + 1.0` rather than `hi`: a 64-bit bound rounds up to a power of two as a double
+    // (INT64_MAX to 2^63), which `d > hi` would let through and the cast below could not hold.
     if (d < static_cast<double>(lo) || d >= static_cast<double>(hi) + 1.0) {
       BadRequest("'" + std::string(key) + "' must be between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + ", got " + Shown(*v), key);
+                     std::to_string(hi) + ", got " + Shown(*v),
+                 key);
     }
     return static_cast<int64_t>(d);
   }
@@ -93,7 +105,8 @@ int64_t GetInt(const json& body, const char* key, int64_t def, int64_t lo, int64
 double GetNumber(const json& body, const char* key, double def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_number()) BadRequest("'" + std::string(key) + "' must be a number, got " + Shown(*v), key);
+  if (!v->is_number())
+    BadRequest("'" + std::string(key) + "' must be a number, got " + Shown(*v), key);
   const double d = v->get<double>();
   if (!std::isfinite(d)) BadRequest("'" + std::string(key) + "' must be finite", key);
   return d;
@@ -117,14 +130,16 @@ float GetFloat(const json& body, const char* key, double def) {
 bool GetBool(const json& body, const char* key, bool def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_boolean()) BadRequest("'" + std::string(key) + "' must be a boolean, got " + Shown(*v), key);
+  if (!v->is_boolean())
+    BadRequest("'" + std::string(key) + "' must be a boolean, got " + Shown(*v), key);
   return v->get<bool>();
 }
 
 std::string GetString(const json& body, const char* key, const std::string& def) {
   const json* v = Field(body, key);
   if (!v) return def;
-  if (!v->is_string()) BadRequest("'" + std::string(key) + "' must be a string, got " + Shown(*v), key);
+  if (!v->is_string())
+    BadRequest("'" + std::string(key) + "' must be a string, got " + Shown(*v), key);
   return v->get<std::string>();
 }
 
@@ -133,14 +148,17 @@ std::vector<int32_t> TokenArray(const json& arr, const char* key, int32_t n_voca
   ids.reserve(arr.size());
   for (const json& t : arr) {
     if (!t.is_number_integer() && !t.is_number_unsigned()) {
-      BadRequest("'" + std::string(key) + "' must be a string or an array of token ids; got element " + Shown(t), key);
+      BadRequest("'" + std::string(key) +
+                     "' must be a string or an array of token ids; got element " + Shown(t),
+                 key);
     }
     // Compare as 64-bit before narrowing: a huge or negative id must not wrap into the vocabulary.
     const bool in = t.is_number_unsigned() ? t.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
                                            : (t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab);
     if (!in) {
       BadRequest("token id " + Shown(t) + " in '" + key + "' is outside the vocabulary [0, " +
-                     std::to_string(n_vocab) + ")", key);
+                     std::to_string(n_vocab) + ")",
+                 key);
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
@@ -167,7 +185,8 @@ std::string MessageContent(const json& msg, size_t i, const std::string& role) {
     }
     return text;
   }
-  BadRequest("'" + param + "' must be a string or an array of text parts, got " + Shown(*it), param);
+  BadRequest("'" + param + "' must be a string or an array of text parts, got " + Shown(*it),
+             param);
 }
 
 engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
@@ -181,10 +200,12 @@ engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
     const std::string p = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) BadRequest("'" + p + "' must be an object, got " + Shown(m), p);
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) BadRequest("'" + p + ".role' must be a string", p + ".role");
+    if (role == m.end() || !role->is_string())
+      BadRequest("'" + p + ".role' must be a string", p + ".role");
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "user" && r != "assistant") {
-      BadRequest("'" + p + ".role' must be system, user or assistant, got '" + r + "'", p + ".role");
+      BadRequest("'" + p + ".role' must be system, user or assistant, got '" + r + "'",
+                 p + ".role");
     }
     out.push_back({r, MessageContent(m, i, r)});
   }
@@ -204,7 +225,8 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
   if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) text = &(*p)[0];  // ["text"]
   engine::Prompt out;
   if (text->is_string()) {
-    if (text->get_ref<const std::string&>().empty()) BadRequest("'prompt' must not be empty", "prompt");
+    if (text->get_ref<const std::string&>().empty())
+      BadRequest("'prompt' must not be empty", "prompt");
     out = lm.PlainPrompt(prefix, text->get<std::string>());
   } else if (p->is_array()) {
     if (p->empty()) BadRequest("'prompt' must not be empty", "prompt");
@@ -224,16 +246,18 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
 
 // A prompt that alone fills the context, with no max_tokens asked for.
 void PromptFillsContext(int context, int prompt, bool chat) {
-  BadRequest("This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
-                 (chat ? "messages have " : "prompt has ") + std::to_string(prompt) +
-                 " tokens, which leaves no room for the completion. Please reduce the length of the prompt.",
+  BadRequest("This model's maximum context length is " + std::to_string(context) +
+                 " tokens. However, your " + (chat ? "messages have " : "prompt has ") +
+                 std::to_string(prompt) +
+                 " tokens, which leaves no room for the completion. Please reduce the length of "
+                 "the prompt.",
              chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
 void ContextError(int context, int prompt, int gen) {
   BadRequest("This model's maximum context length is " + std::to_string(context) +
-                 " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) + " tokens (" +
-                 std::to_string(prompt) + " in the prompt, " + std::to_string(gen) +
+                 " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) +
+                 " tokens (" + std::to_string(prompt) + " in the prompt, " + std::to_string(gen) +
                  " for the completion). Please reduce the length of the prompt or max_tokens.",
              "max_tokens", "context_length_exceeded");
 }
@@ -256,15 +280,18 @@ void BadRequest(const std::string& message, const std::string& param, const std:
   throw ApiException(std::move(e));
 }
 
-ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const engine::LoadedModel& lm,
-                                     const ServerLimits& limits) {
+ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
+                                     const engine::LoadedModel& lm, const ServerLimits& limits) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) BadRequest("the request body is not valid JSON");
-  if (!body.is_object()) BadRequest("the request body must be a JSON object, got " + std::string(body.type_name()));
-  GetString(body, "model", "");  // any id is accepted (one model per server), but it must be a string
+  if (!body.is_object())
+    BadRequest("the request body must be a JSON object, got " + std::string(body.type_name()));
+  GetString(body, "model",
+            "");  // any id is accepted (one model per server), but it must be a string
   if (GetInt(body, "n", 1, 1, 1) != 1) BadRequest("'n' must be 1", "n");
   if (const json* stop = Field(body, "stop"); stop && !(stop->is_array() && stop->empty())) {
-    BadRequest("'stop' sequences are not supported (the model's own stop tokens end the answer)", "stop");
+    BadRequest("'stop' sequences are not supported (the model's own stop tokens end the answer)",
+               "stop");
   }
 
   ParsedRequest r;
@@ -285,8 +312,11 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   // max_tokens is range-checked before the context check so a negative value reads as such, and
   // the context error reports the max_tokens asked for.
   const int left = context - P;
-  const int64_t def = std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
-  const char* gen_key = Field(body, "max_completion_tokens") && !Field(body, "max_tokens") ? "max_completion_tokens" : "max_tokens";
+  const int64_t def =
+      std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
+  const char* gen_key = Field(body, "max_completion_tokens") && !Field(body, "max_tokens")
+                            ? "max_completion_tokens"
+                            : "max_tokens";
   const int gen = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
   if (int64_t{P} + gen > context) {
     if (!Field(body, gen_key)) PromptFillsContext(context, P, chat);
@@ -301,9 +331,11 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   // the block count so the schedule is valid. Every block needs a step, so more blocks than
   // --max-steps allows cannot run within it.
   if (blocks > limits.max_steps) {
-    BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " + std::to_string(gen) +
-                   " tokens into " + std::to_string(blocks) + " blocks, each needing a denoising step, but this server runs at most " +
-                   std::to_string(limits.max_steps) + " steps per request: use a longer block_length",
+    BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " +
+                   std::to_string(gen) + " tokens into " + std::to_string(blocks) +
+                   " blocks, each needing a denoising step, but this server runs at most " +
+                   std::to_string(limits.max_steps) +
+                   " steps per request: use a longer block_length",
                "block_length");
   }
   int def_steps = std::min(gen, limits.max_steps);
@@ -316,7 +348,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
     BadRequest(FlagsToFields(e.what(), &param), "algorithm");
   }
   s.temperature = GetFloat(body, "temperature", 0);
-  if (s.temperature < 0 || s.temperature > 2) BadRequest("'temperature' must be between 0 and 2", "temperature");
+  if (s.temperature < 0 || s.temperature > 2)
+    BadRequest("'temperature' must be between 0 and 2", "temperature");
   s.top_p = GetFloat(body, "top_p", 1);
   s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, lm.model().config().n_vocab));
   s.threshold = GetFloat(body, "threshold", 0);
@@ -350,10 +383,13 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat, const eng
   } else {
     r.options.cache = limits.default_cache;
   }
-  r.options.refresh_interval =
-      static_cast<int>(GetInt(body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
+  r.options.refresh_interval = static_cast<int>(GetInt(
+      body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
   if (s.cfg_scale > 0 && r.options.cache.reuses_prefix()) {
-    BadRequest("'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or \"dual\"", "cfg");
+    BadRequest(
+        "'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or "
+        "\"dual\"",
+        "cfg");
   }
   r.options.prompt = prompt.tokens;
   r.options.prefix_len = prompt.prefix_len;

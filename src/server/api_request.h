@@ -39,24 +39,25 @@ nlohmann::json ErrorBody(const ApiError& e);
                              const std::string& code = "");
 
 struct ServerLimits {
-  int max_tokens_limit = 1024;   // largest max_tokens (canvas length) accepted
-  int default_max_tokens = 64;   // when max_tokens is absent (clipped to the context left)
-  int max_steps = 1024;          // largest steps accepted
-  int max_prompt_tokens = 0;     // largest prompt in tokens (0 = only the model's context bounds it)
+  int max_tokens_limit = 1024;  // largest max_tokens (canvas length) accepted
+  int default_max_tokens = 64;  // when max_tokens is absent (clipped to the context left)
+  int max_steps = 1024;         // largest steps accepted
+  int max_prompt_tokens = 0;    // largest prompt in tokens (0 = only the model's context bounds it)
   engine::CacheMode default_cache{engine::PrefixReuse::kBicache, 0, false};
-  int default_refresh = engine::kDefaultRefreshInterval;  // R when a request omits 'refresh' (0 = off)
+  int default_refresh =
+      engine::kDefaultRefreshInterval;  // R when a request omits 'refresh' (0 = off)
 };
 
 struct ParsedRequest {
   bool chat = false;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;      // stream_options.include_usage
   engine::RequestOptions options;  // prompt, prefix_len, sampler (stop ids filled), cache
 };
 
 // Parses and validates a /v1/completions (chat=false) or /v1/chat/completions body. Throws
 // ApiException (4xx) for anything the engine must not see.
-ParsedRequest ParseGenerationRequest(std::string_view body, bool chat, const engine::LoadedModel& lm,
-                                     const ServerLimits& limits);
+ParsedRequest ParseGenerationRequest(std::string_view body, bool chat,
+                                     const engine::LoadedModel& lm, const ServerLimits& limits);
 
 }  // namespace bicache::server

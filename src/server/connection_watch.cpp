@@ -37,11 +37,13 @@ bool Matches(int fd, const httplib::Request& req) {
   sockaddr_storage local{}, peer{};
   socklen_t ll = sizeof local, pl = sizeof peer;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) return false;  // also: not connected
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0)
+    return false;  // also: not connected
   std::string lh, ph;
   int lp = -1, pp = -1;
   if (!HostPort(local, &lh, &lp) || !HostPort(peer, &ph, &pp)) return false;
-  return lp == req.local_port && pp == req.remote_port && lh == req.local_addr && ph == req.remote_addr;
+  return lp == req.local_port && pp == req.remote_port && lh == req.local_addr &&
+         ph == req.remote_addr;
 }
 
 }  // namespace

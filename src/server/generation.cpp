@@ -31,22 +31,34 @@ ApiError FromEngineError(const Error& e) {
   ApiError a;
   a.message = e.what();
   switch (e.kind()) {
-    case ErrorKind::kInvalidArgument: a.status = 400; break;
+    case ErrorKind::kInvalidArgument:
+      a.status = 400;
+      break;
     case ErrorKind::kCancelled:
       a.status = 503;
       a.type = "server_error";
       a.message = "the request was cancelled: the server is shutting down";
       break;
-    case ErrorKind::kResource: a.status = 503; a.type = "server_error"; break;
-    default: a.status = 500; a.type = "server_error"; break;
+    case ErrorKind::kResource:
+      a.status = 503;
+      a.type = "server_error";
+      break;
+    default:
+      a.status = 500;
+      a.type = "server_error";
+      break;
   }
   return a;
 }
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 json Usage(size_t prompt, size_t completion) {
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion}};
 }
 
 // Everything one request's callbacks share with its HTTP thread.
@@ -89,22 +101,29 @@ struct Shared {
 };
 
 json CacheInfo(const engine::RequestResult& r, const engine::RequestOptions& o) {
-  return {{"mode", o.cache.ToString()}, {"prefix_tokens", r.prefix_used}, {"depth", r.depth},
-          {"hit", r.prefix_hit}, {"steps", r.steps}, {"refresh", o.refresh_interval}};
+  return {{"mode", o.cache.ToString()}, {"prefix_tokens", r.prefix_used},
+          {"depth", r.depth},           {"hit", r.prefix_hit},
+          {"steps", r.steps},           {"refresh", o.refresh_interval}};
 }
 
 // The SSE side of one streaming request; lives in the content provider.
 class Streamer {
  public:
   Streamer(std::shared_ptr<Shared> sh, const GenerationContext& ctx, ParsedRequest p)
-      : sh_(std::move(sh)), ctx_(ctx), p_(std::move(p)), id_(NewId(p_.chat)), created_(std::time(nullptr)) {}
+      : sh_(std::move(sh)),
+        ctx_(ctx),
+        p_(std::move(p)),
+        id_(NewId(p_.chat)),
+        created_(std::time(nullptr)) {}
 
   // One provider call: waits briefly for news, writes it. false = stop (client gone).
   bool Pump(httplib::DataSink& sink) {
     if (!started_) {
       started_ = true;
-      // The first chat delta carries the role (clients key on it); sent at once for a fast first byte.
-      if (p_.chat && !Send(sink, Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+      // The first chat delta carries the role (clients key on it); sent at once for a fast first
+      // byte.
+      if (p_.chat && !Send(sink, Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr)))
+        return false;
       return true;
     }
     std::vector<int32_t> fresh;
@@ -122,7 +141,8 @@ class Streamer {
       if (finished) result = sh_->result;
     }
     std::string text;
-    for (int32_t id : fresh) text += decoder_.Push(ctx_.lm->tokenizer().TokenBytes(id, /*skip_special=*/true));
+    for (int32_t id : fresh)
+      text += decoder_.Push(ctx_.lm->tokenizer().TokenBytes(id, /*skip_special=*/true));
     if (!text.empty()) {
       if (!SendText(sink, text)) return false;
       idle_ = 0;
@@ -155,10 +175,13 @@ class Streamer {
 
  private:
   json Base() const {
-    return {{"id", id_}, {"object", p_.chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", created_}, {"model", ctx_.model_id}};
+    return {{"id", id_},
+            {"object", p_.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_},
+            {"model", ctx_.model_id}};
   }
-  json Chunk(const json& delta_or_text, const json& finish, const engine::RequestResult* r = nullptr) const {
+  json Chunk(const json& delta_or_text, const json& finish,
+             const engine::RequestResult* r = nullptr) const {
     json j = Base();
     json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
     if (p_.chat) {
@@ -224,7 +247,8 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
     auto streamer = std::make_shared<Streamer>(sh, ctx, std::move(p));
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream", [streamer](size_t, httplib::DataSink& sink) { return streamer->Pump(sink); },
+        "text/event-stream",
+        [streamer](size_t, httplib::DataSink& sink) { return streamer->Pump(sink); },
         // Runs when the response ends for any reason; cancelling a finished request is a no-op,
         // so a client that left mid-stream frees its batch slot and cache pin here.
         [sh](bool) { sh->handle->Cancel(); });
@@ -248,12 +272,12 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
     choice["text"] = text;
   }
   const json out = {{"id", NewId(chat)},
-                     {"object", chat ? "chat.completion" : "text_completion"},
-                     {"created", std::time(nullptr)},
-                     {"model", ctx.model_id},
-                     {"choices", json::array({choice})},
-                     {"usage", Usage(p.options.prompt.size(), r.answer.size())},
-                     {"bicache", CacheInfo(r, p.options)}};
+                    {"object", chat ? "chat.completion" : "text_completion"},
+                    {"created", std::time(nullptr)},
+                    {"model", ctx.model_id},
+                    {"choices", json::array({choice})},
+                    {"usage", Usage(p.options.prompt.size(), r.answer.size())},
+                    {"bicache", CacheInfo(r, p.options)}};
   res.set_content(Dump(out), "application/json");
 }
 

@@ -45,7 +45,8 @@ ApiError UnsupportedMediaType(const std::string& content_type) {
   e.type = "invalid_request_error";
   e.code = "unsupported_media_type";
   e.message = "Content-Type '" + content_type.substr(0, 100) +
-              "' cannot carry the request: send the JSON object as the body with Content-Type: application/json";
+              "' cannot carry the request: send the JSON object as the body with Content-Type: "
+              "application/json";
   return e;
 }
 
@@ -58,7 +59,8 @@ bool StartsWithNoCase(const std::string& s, std::string_view prefix) {
 }
 
 bool IsKnownMethod(const std::string& m) {
-  for (const char* k : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}) {
+  for (const char* k :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}) {
     if (m == k) return true;
   }
   return false;
@@ -70,12 +72,16 @@ Server::Server(ServerOptions options)
     : options_(std::move(options)),
       http_(std::make_unique<httplib::Server>()),
       gen_(std::make_shared<GenerationContext>()) {
-  if (options_.model_id.empty()) options_.model_id = std::filesystem::path(options_.model_path).stem().string();
+  if (options_.model_id.empty())
+    options_.model_id = std::filesystem::path(options_.model_path).stem().string();
   if (options_.max_running < 1 || options_.max_queue < 0 || options_.max_batch_tokens < 0) {
-    throw Error(ErrorKind::kInvalidArgument, "--max-running must be >= 1, --max-queue and --max-batch-tokens >= 0");
+    throw Error(ErrorKind::kInvalidArgument,
+                "--max-running must be >= 1, --max-queue and --max-batch-tokens >= 0");
   }
-  if (options_.limits.max_tokens_limit < 1 || options_.limits.max_steps < 1 || options_.limits.default_max_tokens < 1) {
-    throw Error(ErrorKind::kInvalidArgument, "--max-tokens-limit, --max-steps and --default-max-tokens must be >= 1");
+  if (options_.limits.max_tokens_limit < 1 || options_.limits.max_steps < 1 ||
+      options_.limits.default_max_tokens < 1) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--max-tokens-limit, --max-steps and --default-max-tokens must be >= 1");
   }
   // Every waiting or running request blocks one handler thread; a few more keep /health and
   // /metrics answering when all of those are busy.
@@ -109,9 +115,10 @@ int Server::Bind() {
     // errno is bind()'s or listen()'s when one of them failed (e.g. the port is in use); a host
     // name that does not resolve leaves it 0.
     const int err = errno;
-    throw Error(ErrorKind::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                                    (err != 0 ? std::string(": ") + std::strerror(err) : std::string(
-                                        " (is the host an address of this machine?)")));
+    throw Error(ErrorKind::kIo,
+                "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                    (err != 0 ? std::string(": ") + std::strerror(err)
+                              : std::string(" (is the host an address of this machine?)")));
   }
   return port;
 }
@@ -128,8 +135,9 @@ void Server::Load() {
     eo.depth_table = lm_->LoadDepthTable();
     engine_ = std::make_unique<engine::Engine>(lm_->model(), std::move(eo));
     scheduler_ = std::make_unique<engine::Scheduler>(
-        *engine_, engine::SchedulerOptions{options_.max_running, options_.max_queue, options_.max_batch_tokens,
-                                           engine::ForwardThreads(options_.threads, lm_->model().config())});
+        *engine_, engine::SchedulerOptions{
+                      options_.max_running, options_.max_queue, options_.max_batch_tokens,
+                      engine::ForwardThreads(options_.threads, lm_->model().config())});
     gen_->lm = lm_.get();
     gen_->scheduler = scheduler_.get();
     gen_->model_id = options_.model_id;
@@ -147,7 +155,9 @@ std::string Server::load_error() const {
   return load_error_;
 }
 
-void Server::Serve() { http_->listen_after_bind(); }
+void Server::Serve() {
+  http_->listen_after_bind();
+}
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
   draining_.store(true);
@@ -163,8 +173,8 @@ void Server::Routes() {
   auto gen = gen_;
   // Auth and readiness gate everything under /v1; /health and /metrics stay open for probes.
   http_->set_pre_routing_handler([this, gen](const httplib::Request& req, httplib::Response& res) {
-    // cpp-httplib reads a Content-Length that is not a number as 0 ("abc") or as a huge count ("-1",
-    // then waiting for a body that never comes): refuse it before any body is read.
+    // cpp-httplib reads a Content-Length that is not a number as 0 ("abc") or as a huge count
+    // ("-1", then waiting for a body that never comes): refuse it before any body is read.
     if (const std::string length = req.get_header_value("Content-Length");
         !length.empty() && length.find_first_not_of("0123456789") != std::string::npos) {
       ApiError e;
@@ -179,7 +189,8 @@ void Server::Routes() {
     if (!options_.api_key.empty()) {
       const std::string auth = req.get_header_value("Authorization");
       const std::string prefix = "Bearer ";
-      const bool ok = auth.rfind(prefix, 0) == 0 && ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
+      const bool ok = auth.rfind(prefix, 0) == 0 &&
+                      ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
       if (!ok) {
         ApiError e;
         e.status = 401;
@@ -191,7 +202,8 @@ void Server::Routes() {
       }
     }
     if (!ready() || draining_.load()) {
-      SendError(res, Unavailable(draining_.load() ? "the server is shutting down" : "the model is loading"));
+      SendError(res, Unavailable(draining_.load() ? "the server is shutting down"
+                                                  : "the model is loading"));
       res.set_header("Retry-After", "1");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -204,7 +216,9 @@ void Server::Routes() {
     } else {
       res.status = 503;
       const std::string err = load_error();
-      const json j = {{"status", draining_.load() ? "shutting_down" : err.empty() ? "loading" : "error"},
+      const json j = {{"status", draining_.load() ? "shutting_down"
+                                 : err.empty()    ? "loading"
+                                                  : "error"},
                       {"error", err.empty() ? json(nullptr) : json(err)}};
       res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     }
@@ -215,12 +229,13 @@ void Server::Routes() {
     res.set_content(RenderMetrics(s, options_.model_id), "text/plain; version=0.0.4");
   });
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const json j = {{"object", "list"},
-                    {"data", json::array({{{"id", options_.model_id},
-                                           {"object", "model"},
-                                           {"created", 0},
-                                           {"owned_by", "bicache"},
-                                           {"max_model_len", lm_->model().config().context_length}}})}};
+    const json j = {
+        {"object", "list"},
+        {"data", json::array({{{"id", options_.model_id},
+                               {"object", "model"},
+                               {"created", 0},
+                               {"owned_by", "bicache"},
+                               {"max_model_len", lm_->model().config().context_length}}})}};
     res.set_content(j.dump(), "application/json");
   });
   // The body is read here rather than by cpp-httplib, which for a form Content-Type (what `curl -d`
@@ -258,12 +273,15 @@ void Server::Routes() {
           ApiError e;
           e.status = 400;
           e.type = "invalid_request_error";
-          e.message = "the request body could not be read (the connection ended or the chunked encoding was broken)";
+          e.message =
+              "the request body could not be read (the connection ended or the chunked encoding "
+              "was broken)";
           SendError(res, e);
         }
         return;
       }
-      // `curl -d '{...}'` sends JSON labelled as a form: accepted. A real form (fields) is not JSON.
+      // `curl -d '{...}'` sends JSON labelled as a form: accepted. A real form (fields) is not
+      // JSON.
       if (StartsWithNoCase(type, "application/x-www-form-urlencoded") && !json::accept(body)) {
         SendError(res, UnsupportedMediaType(type));
         return;
@@ -282,23 +300,27 @@ void Server::Routes() {
     if (res.status == 404) {
       e.message = "no route for " + req.method + " " + req.path;
     } else if (res.status == 413) {
-      e.message = "the request body is too large (this server accepts up to " + std::to_string(max_body) + " bytes)";
+      e.message = "the request body is too large (this server accepts up to " +
+                  std::to_string(max_body) + " bytes)";
     } else if (res.status == 400 && !req.method.empty() && !IsKnownMethod(req.method)) {
       e.status = 501;
       e.message = "unsupported HTTP method '" + req.method.substr(0, 40) + "'";
     } else if (res.status == 400) {  // cpp-httplib's own: the request line or headers did not parse
-      e.message = "the request could not be parsed: a malformed request line or header, or a header line over "
-                  "8 KiB";
+      e.message =
+          "the request could not be parsed: a malformed request line or header, or a header line "
+          "over "
+          "8 KiB";
     } else {
       e.message = "HTTP error " + std::to_string(res.status);
     }
     res.status = e.status;
     SendError(res, e);
   });
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    SendError(res, Unavailable("internal error"));
-    res.status = 500;
-  });
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        SendError(res, Unavailable("internal error"));
+        res.status = 500;
+      });
 }
 
 }  // namespace bicache::server

@@ -28,18 +28,18 @@ struct GenerationContext;  // server/generation.h
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;               // 0 = any free port
+  int port = 8080;  // 0 = any free port
   std::string model_path;
-  std::string model_id;          // /v1/models id; default: the file name without .gguf
-  std::string api_key;           // "" = no authentication
-  format::OpenOptions open;      // --no-mmap, --mlock
+  std::string model_id;      // /v1/models id; default: the file name without .gguf
+  std::string api_key;       // "" = no authentication
+  format::OpenOptions open;  // --no-mmap, --mlock
   ServerLimits limits;
   int max_queue = 64;
   int max_running = 8;
-  int max_batch_tokens = 0;      // scheduler token budget; 0 = unlimited
-  int threads = 0;               // OpenMP threads of the forwards; 0 = engine::ForwardThreads' default
+  int max_batch_tokens = 0;  // scheduler token budget; 0 = unlimited
+  int threads = 0;           // OpenMP threads of the forwards; 0 = engine::ForwardThreads' default
   size_t max_body_bytes = 1 << 20;
-  double cache_budget_mb = 0;    // 0 = the engine's default
+  double cache_budget_mb = 0;  // 0 = the engine's default
 };
 
 class Server {

@@ -28,9 +28,13 @@ const Tables& T() {
 
 }  // namespace
 
-uint32_t ByteToCodepoint(uint8_t b) { return T().to_cp[b]; }
+uint32_t ByteToCodepoint(uint8_t b) {
+  return T().to_cp[b];
+}
 
-int ByteFromCodepoint(uint32_t cp) { return cp < T().from_cp.size() ? T().from_cp[cp] : -1; }
+int ByteFromCodepoint(uint32_t cp) {
+  return cp < T().from_cp.size() ? T().from_cp[cp] : -1;
+}
 
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {

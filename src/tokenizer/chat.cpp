@@ -45,9 +45,9 @@ void CheckRoles(const std::vector<ChatMessage>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
     if (r != "system" && r != "user" && r != "assistant") {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "message " + std::to_string(i) + " has unsupported role '" + r +
-                      "' (expected system, user or assistant)");
+      throw Error(ErrorKind::kInvalidArgument, "message " + std::to_string(i) +
+                                                   " has unsupported role '" + r +
+                                                   "' (expected system, user or assistant)");
     }
     has_user |= r == "user";
   }
@@ -58,9 +58,12 @@ void CheckRoles(const std::vector<ChatMessage>& messages) {
 
 const char* ChatFormatName(ChatFormat f) {
   switch (f) {
-    case ChatFormat::kTiny: return "tiny";
-    case ChatFormat::kLlada: return "llada";
-    case ChatFormat::kDream: return "dream";
+    case ChatFormat::kTiny:
+      return "tiny";
+    case ChatFormat::kLlada:
+      return "llada";
+    case ChatFormat::kDream:
+      return "dream";
   }
   return "?";
 }
@@ -138,7 +141,8 @@ FormattedChat FormatChat(ChatFormat format, const std::vector<ChatMessage>& mess
   return out;
 }
 
-std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat, size_t begin, size_t end) {
+std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat, size_t begin,
+                                size_t end) {
   end = std::min(end, chat.text.size());
   begin = std::min(begin, end);
   std::vector<ByteRange> ranges;  // template ranges clipped to [begin, end), relative to begin
@@ -146,7 +150,8 @@ std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat,
     const size_t b = std::max(r.begin, begin), e = std::min(r.end, end);
     if (b < e) ranges.push_back({b - begin, e - begin});
   }
-  return tok.EncodeWithSpecialRanges(std::string_view(chat.text).substr(begin, end - begin), ranges);
+  return tok.EncodeWithSpecialRanges(std::string_view(chat.text).substr(begin, end - begin),
+                                     ranges);
 }
 
 }  // namespace bicache::tokenizer

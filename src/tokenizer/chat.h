@@ -55,6 +55,7 @@ FormattedChat FormatChat(ChatFormat format, const std::vector<ChatMessage>& mess
 // ranges, so message content never yields a control token. Content free of special strings
 // encodes exactly as tok.Encode(text) would. `begin` should sit on a turn boundary (0 or
 // prefix_bytes) so the two halves concatenate to the whole.
-std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat, size_t begin, size_t end);
+std::vector<int32_t> EncodeChat(const Tokenizer& tok, const FormattedChat& chat, size_t begin,
+                                size_t end);
 
 }  // namespace bicache::tokenizer

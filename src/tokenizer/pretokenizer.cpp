@@ -76,9 +76,9 @@ PreTokenizer::PreTokenizer(std::string_view pre) {
   code_ = std::make_unique<Code>();
   int err = 0;
   PCRE2_SIZE err_off = 0;
-  code_->re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
-                            PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &err_off,
-                            nullptr);
+  code_->re =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &err_off, nullptr);
   if (code_->re == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -109,8 +109,8 @@ std::vector<std::string_view> PreTokenizer::Split(std::string_view text) const {
     if (rc < 0) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof(msg));
-      throw Error(ErrorKind::kResource, std::string("pre-tokenizer match failed: ") +
-                                            reinterpret_cast<const char*>(msg));
+      throw Error(ErrorKind::kResource,
+                  std::string("pre-tokenizer match failed: ") + reinterpret_cast<const char*>(msg));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
     size_t begin = ov[0], end = ov[1];

@@ -32,8 +32,8 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool parse_special
   return EncodeWithSpecialRanges(text, std::span<const ByteRange>(&all, 1));
 }
 
-std::vector<int32_t> Tokenizer::EncodeWithSpecialRanges(std::string_view text,
-                                                        std::span<const ByteRange> special_ranges) const {
+std::vector<int32_t> Tokenizer::EncodeWithSpecialRanges(
+    std::string_view text, std::span<const ByteRange> special_ranges) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 1);
   // Scan the ranges for special-token strings; cost O(range bytes * specials sharing the first
@@ -135,8 +135,8 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* out) c
 const std::string& Tokenizer::TokenBytes(int32_t id, bool skip_special) const {
   static const std::string kEmpty;
   TokenType t = vocab_.Type(id);  // range check
-  if (skip_special && (t == TokenType::kControl || t == TokenType::kUnknown ||
-                       t == TokenType::kUnused)) {
+  if (skip_special &&
+      (t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUnused)) {
     return kEmpty;
   }
   return vocab_.Bytes(id);

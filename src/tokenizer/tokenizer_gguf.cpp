@@ -36,8 +36,8 @@ Tokenizer Tokenizer::FromGguf(const format::GgufFile& f) {
     for (size_t i = 0; i < types.size(); ++i) {
       if (types[i] < std::numeric_limits<int32_t>::min() ||
           types[i] > std::numeric_limits<int32_t>::max()) {
-        throw Error(ErrorKind::kModel, "tokenizer.ggml.token_type: entry " + std::to_string(i) +
-                                           " is out of range");
+        throw Error(ErrorKind::kModel,
+                    "tokenizer.ggml.token_type: entry " + std::to_string(i) + " is out of range");
       }
       d.token_type.push_back(static_cast<int32_t>(types[i]));  // values checked by Vocab
     }

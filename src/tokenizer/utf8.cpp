@@ -13,13 +13,25 @@ int LeadInfo(unsigned char b, unsigned char* lo, unsigned char* hi) {
   *hi = 0xBF;
   if (b < 0x80) return 1;
   if (b >= 0xC2 && b <= 0xDF) return 2;
-  if (b == 0xE0) { *lo = 0xA0; return 3; }
+  if (b == 0xE0) {
+    *lo = 0xA0;
+    return 3;
+  }
   if (b >= 0xE1 && b <= 0xEC) return 3;
-  if (b == 0xED) { *hi = 0x9F; return 3; }
+  if (b == 0xED) {
+    *hi = 0x9F;
+    return 3;
+  }
   if (b >= 0xEE && b <= 0xEF) return 3;
-  if (b == 0xF0) { *lo = 0x90; return 4; }
+  if (b == 0xF0) {
+    *lo = 0x90;
+    return 4;
+  }
   if (b >= 0xF1 && b <= 0xF3) return 4;
-  if (b == 0xF4) { *hi = 0x8F; return 4; }
+  if (b == 0xF4) {
+    *hi = 0x8F;
+    return 4;
+  }
   return 0;
 }
 

@@ -19,9 +19,9 @@ uint64_t PairKey(int32_t a, int32_t b) {
 
 void CheckSpecialId(const char* key, int32_t id, int32_t n) {
   if (id < -1 || id >= n) {
-    Bad(std::string("tokenizer.ggml.") + key,
-        "token id " + std::to_string(id) + " is out of range (vocabulary has " +
-            std::to_string(n) + " tokens)");
+    Bad(std::string("tokenizer.ggml.") + key, "token id " + std::to_string(id) +
+                                                  " is out of range (vocabulary has " +
+                                                  std::to_string(n) + " tokens)");
   }
 }
 
@@ -106,9 +106,8 @@ Vocab::Vocab(const TokenizerData& data) {
     if (IsSpecial(i)) specials_by_byte_[static_cast<uint8_t>(text_[i][0])].push_back(i);
   }
   for (auto& list : specials_by_byte_) {
-    std::stable_sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
-      return text_[a].size() > text_[b].size();
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int32_t a, int32_t b) { return text_[a].size() > text_[b].size(); });
   }
 }
 

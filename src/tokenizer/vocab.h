@@ -25,12 +25,12 @@ enum class TokenType : int32_t {
 
 // Everything a tokenizer is built from; filled from GGUF metadata or directly by tests.
 struct TokenizerData {
-  std::vector<std::string> tokens;     // vocabulary text (byte-level: GPT-2 byte-to-unicode)
-  std::vector<int32_t> token_type;     // empty = all normal; else one TokenType per token
-  std::vector<std::string> merges;     // "left right", rank = index
-  std::string pre = "default";         // pre-tokenizer name (tokenizer.ggml.pre)
+  std::vector<std::string> tokens;  // vocabulary text (byte-level: GPT-2 byte-to-unicode)
+  std::vector<int32_t> token_type;  // empty = all normal; else one TokenType per token
+  std::vector<std::string> merges;  // "left right", rank = index
+  std::string pre = "default";      // pre-tokenizer name (tokenizer.ggml.pre)
   int32_t bos = -1, eos = -1, eot = -1, pad = -1, mask = -1;  // -1 = absent
-  std::string chat_template;           // tokenizer.chat_template (may be empty)
+  std::string chat_template;  // tokenizer.chat_template (may be empty)
 };
 
 class Vocab {

@@ -11,14 +11,14 @@
 namespace bicache {
 
 enum class ErrorKind {
-  kIo,             // file could not be opened / read / mapped
-  kFormat,         // malformed file contents (GGUF structure)
-  kModel,          // well-formed file, but not a model we can run (missing/mis-shaped tensor...)
-  kInvalidArgument,// bad flag or request parameter
-  kUnsupported,    // valid but not implemented (e.g. an unknown tensor type)
-  kResource,       // a limit or budget was exceeded
-  kCancelled,      // request cancelled by its client
-  kInternal,       // a bug: an invariant of our own did not hold
+  kIo,               // file could not be opened / read / mapped
+  kFormat,           // malformed file contents (GGUF structure)
+  kModel,            // well-formed file, but not a model we can run (missing/mis-shaped tensor...)
+  kInvalidArgument,  // bad flag or request parameter
+  kUnsupported,      // valid but not implemented (e.g. an unknown tensor type)
+  kResource,         // a limit or budget was exceeded
+  kCancelled,        // request cancelled by its client
+  kInternal,         // a bug: an invariant of our own did not hold
 };
 
 const char* ErrorKindName(ErrorKind kind);

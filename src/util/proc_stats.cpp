@@ -23,7 +23,11 @@ std::optional<uint64_t> StatusKb(const std::string& key) {
 
 }  // namespace
 
-std::optional<uint64_t> PeakRssBytes() { return StatusKb("VmHWM"); }
-std::optional<uint64_t> CurrentRssBytes() { return StatusKb("VmRSS"); }
+std::optional<uint64_t> PeakRssBytes() {
+  return StatusKb("VmHWM");
+}
+std::optional<uint64_t> CurrentRssBytes() {
+  return StatusKb("VmRSS");
+}
 
 }  // namespace bicache
