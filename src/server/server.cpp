@@ -169,10 +169,15 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
 }
 
 void Server::Routes() {
-  // Filled by Load() before ready() turns true; read by handlers only after checking ready().
-  auto gen = gen_;
+  InstallGate();
+  InstallProbes();
+  InstallGeneration();
+  InstallErrorHandlers();
+}
+
+void Server::InstallGate() {
   // Auth and readiness gate everything under /v1; /health and /metrics stay open for probes.
-  http_->set_pre_routing_handler([this, gen](const httplib::Request& req, httplib::Response& res) {
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // cpp-httplib reads a Content-Length that is not a number as 0 ("abc") or as a huge count
     // ("-1", then waiting for a body that never comes): refuse it before any body is read.
     if (const std::string length = req.get_header_value("Content-Length");
@@ -209,7 +214,9 @@ void Server::Routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
 
+void Server::InstallProbes() {
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (ready() && !draining_.load()) {
       res.set_content(R"({"status":"ok"})", "application/json");
@@ -238,6 +245,11 @@ void Server::Routes() {
                                {"max_model_len", lm_->model().config().context_length}}})}};
     res.set_content(j.dump(), "application/json");
   });
+}
+
+void Server::InstallGeneration() {
+  // Filled by Load() before ready() turns true; read by handlers only after checking ready().
+  auto gen = gen_;
   // The body is read here rather than by cpp-httplib, which for a form Content-Type (what `curl -d`
   // sends) would parse it as a form and refuse anything over its compiled-in 8 KiB cap: every
   // Content-Type gets the same --max-body-bytes limit and is parsed as JSON.
@@ -291,6 +303,10 @@ void Server::Routes() {
   };
   http_->Post("/v1/completions", route(false));
   http_->Post("/v1/chat/completions", route(true));
+}
+
+void Server::InstallErrorHandlers() {
+  const size_t max_body = options_.max_body_bytes;
   // Unknown routes, wrong methods, 413 from the body limit: an OpenAI error body for each.
   http_->set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

@@ -63,6 +63,10 @@ class Server {
 
  private:
   void Routes();
+  void InstallGate();           // Content-Length check, API key, readiness (pre-routing)
+  void InstallProbes();         // /health, /metrics, /v1/models
+  void InstallGeneration();     // POST /v1/completions and /v1/chat/completions
+  void InstallErrorHandlers();  // OpenAI-shaped bodies for 404/413/400/501 and exceptions
   void Load();
 
   ServerOptions options_;
