@@ -39,6 +39,22 @@ std::string ErrorMessage(ErrorKind kind, F&& f) {
   return "";
 }
 
+// Runs f and expects bicache::Error of `kind` whose message contains `needle` ("" = any message).
+// Other exception types propagate, so gtest reports them as what they are.
+template <typename F>
+void ExpectError(F&& f, ErrorKind kind, const std::string& needle = "") {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message '" << e.what() << "' does not contain '" << needle << "'";
+    return;
+  }
+  ADD_FAILURE() << "expected Error(" << ErrorKindName(kind) << ")"
+                << (needle.empty() ? "" : " containing '" + needle + "'") << ", nothing was thrown";
+}
+
 // A matrix tensor [out, in] (ne = {in, out}) of `type` over `bytes`, as the reader would describe
 // it.
 inline format::TensorInfo MakeMatrixTensor(format::TensorType type, size_t in, size_t out,
