@@ -13,6 +13,7 @@
 
 #include "diffusion/denoiser.h"
 #include "diffusion/row_scorer.h"
+#include "test_util.h"
 #include "util/error.h"
 
 namespace bicache::diffusion {
@@ -74,14 +75,7 @@ std::vector<int32_t> RunToEnd(const SamplerConfig& c, const std::vector<float>& 
 // Expects Error(kInvalidArgument) whose message mentions `needle`.
 template <typename F>
 void ExpectInvalid(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one naming " << needle;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message '" << e.what() << "' does not name " << needle;
-  }
+  bicache::testing::ExpectError(std::forward<F>(f), ErrorKind::kInvalidArgument, needle);
 }
 
 TEST(DiffusionSampler, ParseAlgorithmNamesAndErrors) {

@@ -73,17 +73,8 @@ void PutHalf(std::vector<uint8_t>& buf, float x) {
   buf.push_back(static_cast<uint8_t>(h >> 8));
 }
 
+using bicache::testing::ExpectError;
 using bicache::testing::MakeMatrixTensor;
-
-template <class Fn>
-void ExpectErrorKind(ErrorKind kind, Fn fn) {
-  try {
-    fn();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-  }
-}
 
 // ---- dequantisation ---------------------------------------------------------------------------
 
@@ -144,12 +135,13 @@ TEST(KernelsMatmul, DequantizeFloatTypes) {
 TEST(KernelsMatmul, DequantizeRejectsBadInput) {
   std::vector<uint8_t> buf(64, 0);
   std::vector<float> out(64);
-  ExpectErrorKind(ErrorKind::kUnsupported,
-                  [&] { DequantizeRow(TensorType::Q8_K, buf.data(), out.data(), 32); });
-  ExpectErrorKind(ErrorKind::kInvalidArgument,
-                  [&] { DequantizeRow(TensorType::Q8_0, buf.data(), out.data(), 31); });
-  ExpectErrorKind(ErrorKind::kInvalidArgument,  // a K-quant super-block holds 256 values
-                  [&] { DequantizeRow(TensorType::Q4_K, buf.data(), out.data(), 32); });
+  ExpectError([&] { DequantizeRow(TensorType::Q8_K, buf.data(), out.data(), 32); },
+              ErrorKind::kUnsupported);
+  ExpectError([&] { DequantizeRow(TensorType::Q8_0, buf.data(), out.data(), 31); },
+              ErrorKind::kInvalidArgument);
+  // a K-quant super-block holds 256 values
+  ExpectError([&] { DequantizeRow(TensorType::Q4_K, buf.data(), out.data(), 32); },
+              ErrorKind::kInvalidArgument);
 }
 
 // ---- Linear ---------------------------------------------------------------------------------
@@ -230,29 +222,34 @@ TEST(KernelsMatmul, LinearFromTensorAllTypesAgree) {
 
 TEST(KernelsMatmul, LinearFromTensorRejectsBadTensors) {
   std::vector<uint8_t> bytes(4096, 0);
-  ExpectErrorKind(ErrorKind::kUnsupported,
-                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_K, 256, 2, bytes)); });
-  ExpectErrorKind(ErrorKind::kModel,
-                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_0, 48, 2, bytes)); });
-  ExpectErrorKind(ErrorKind::kModel,  // rows of 128 are half a K-quant super-block
-                  [&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q4_K, 128, 2, bytes)); });
-  ExpectErrorKind(ErrorKind::kModel, [&] {
-    auto t = MakeMatrixTensor(TensorType::F32, 8, 2, bytes);
-    t.ne = {8, 2, 3};  // a stack of matrices, not one
-    Linear::FromTensor(t);
-  });
-  ExpectErrorKind(ErrorKind::kModel, [&] {
-    auto t = MakeMatrixTensor(TensorType::F32, 64, 64, bytes);  // needs 16384 bytes, has 4096
-    Linear::FromTensor(t);
-  });
-  ExpectErrorKind(ErrorKind::kInvalidArgument, [&] { Linear::FromF32(nullptr, 0, 4); });
+  ExpectError([&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_K, 256, 2, bytes)); },
+              ErrorKind::kUnsupported);
+  ExpectError([&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q8_0, 48, 2, bytes)); },
+              ErrorKind::kModel);
+  // rows of 128 are half a K-quant super-block
+  ExpectError([&] { Linear::FromTensor(MakeMatrixTensor(TensorType::Q4_K, 128, 2, bytes)); },
+              ErrorKind::kModel);
+  ExpectError(
+      [&] {
+        auto t = MakeMatrixTensor(TensorType::F32, 8, 2, bytes);
+        t.ne = {8, 2, 3};  // a stack of matrices, not one
+        Linear::FromTensor(t);
+      },
+      ErrorKind::kModel);
+  ExpectError(
+      [&] {
+        auto t = MakeMatrixTensor(TensorType::F32, 64, 64, bytes);  // needs 16384 bytes, has 4096
+        Linear::FromTensor(t);
+      },
+      ErrorKind::kModel);
+  ExpectError([&] { Linear::FromF32(nullptr, 0, 4); }, ErrorKind::kInvalidArgument);
 }
 
 TEST(KernelsMatmul, LinearEmptyAndMoved) {
   Linear empty;
   EXPECT_EQ(empty.in(), 0u);
   std::vector<float> x(4), y(4);
-  ExpectErrorKind(ErrorKind::kInternal, [&] { empty.Forward(x.data(), 1, y.data()); });
+  ExpectError([&] { empty.Forward(x.data(), 1, y.data()); }, ErrorKind::kInternal);
 
   const std::vector<float> w = {1, 2, 3, 4, 5, 6};  // [out=2, in=3]
   Linear a = Linear::FromF32(w.data(), 2, 3);
@@ -314,7 +311,7 @@ TEST(KernelsMatmul, ActivePrecisionFollowsOverrideOrProbe) {
 
 TEST(KernelsMatmul, GemmYardstickRuns) {
   EXPECT_GT(MeasureGemmGflops(64, 48, 32, 2), 0.0);
-  ExpectErrorKind(ErrorKind::kInvalidArgument, [] { MeasureGemmGflops(0, 8, 8, 1); });
+  ExpectError([] { MeasureGemmGflops(0, 8, 8, 1); }, ErrorKind::kInvalidArgument);
 }
 
 }  // namespace

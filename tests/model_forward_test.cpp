@@ -16,28 +16,11 @@ namespace bicache::model {
 namespace {
 
 using bicache::testing::DataPath;
+using bicache::testing::FullLogits;
 
 nlohmann::json Golden() {
   std::ifstream f(DataPath("golden/golden.json"));
   return nlohmann::json::parse(f);
-}
-
-std::vector<float> FullLogits(const Model& m, const std::vector<int32_t>& toks,
-                              SeqKv* capture = nullptr) {
-  std::vector<float> out(toks.size() * m.config().n_vocab);
-  SeqPlan p;
-  p.tokens = toks;
-  p.logits_begin = 0;
-  p.logits_end = static_cast<int>(toks.size());
-  p.logits = out.data();
-  if (capture) {
-    capture->Reset(m.config().n_layer, static_cast<int>(toks.size()));
-    p.kv_out = capture;
-    p.capture_kv_layers = m.config().n_layer;
-    p.capture_hidden_max = m.config().n_layer;
-  }
-  Forward(m, {&p, 1});
-  return out;
 }
 
 float MaxAbsDiff(const float* a, const float* b, size_t n) {

@@ -30,21 +30,11 @@ namespace bicache::model {
 namespace {
 
 using bicache::testing::DataPath;
+using bicache::testing::FullLogits;
 
 nlohmann::json Manifest() {
   std::ifstream f(DataPath("llamacpp/manifest.json"));
   return nlohmann::json::parse(f);
-}
-
-std::vector<float> Logits(const Model& m, const std::vector<int32_t>& toks) {
-  std::vector<float> out(toks.size() * m.config().n_vocab);
-  SeqPlan p;
-  p.tokens = toks;
-  p.logits_begin = 0;
-  p.logits_end = static_cast<int>(toks.size());
-  p.logits = out.data();
-  Forward(m, {&p, 1});
-  return out;
 }
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -86,7 +76,7 @@ TEST(ModelLlamaCppFiles, QuantizedFilesLoadAndMatch) {
   const nlohmann::json man = Manifest();
   const auto toks = man.at("tokens").get<std::vector<int32_t>>();
   auto base_model = Model::Load(DataPath("llamacpp/" + man.at("base").get<std::string>()));
-  const std::vector<float> base = Logits(*base_model, toks);
+  const std::vector<float> base = FullLogits(*base_model, toks);
   int readable = 0;
   for (const auto& e : man.at("files")) {
     const std::string file = e.at("file");
@@ -105,7 +95,7 @@ TEST(ModelLlamaCppFiles, QuantizedFilesLoadAndMatch) {
     std::unique_ptr<Model> m;
     ASSERT_NO_THROW(m = Model::Load(DataPath("llamacpp/" + file)));
     ASSERT_EQ(m->config().n_vocab, base_model->config().n_vocab);
-    const std::vector<float> got = Logits(*m, toks);
+    const std::vector<float> got = FullLogits(*m, toks);
     const std::vector<float> ref = bicache::testing::ReadF32File(
         DataPath("llamacpp/" + e.at("ref_logits").get<std::string>()));
     const std::vector<float> llama = bicache::testing::ReadF32File(

@@ -1,5 +1,5 @@
-// Shared helpers for tests: paths to fixtures, small file utilities, typed-error checks and
-// hand-made tensor infos.
+// Shared helpers for tests: paths to fixtures, small file utilities, typed-error checks, hand-made
+// tensor infos and a plain full-sequence forward.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "model/forward.h"
+#include "model/plan.h"
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace bicache::testing {
@@ -39,6 +42,22 @@ std::string ErrorMessage(ErrorKind kind, F&& f) {
   return "";
 }
 
+// Runs f and expects bicache::Error of `kind` whose message contains `needle` ("" = any message).
+// Other exception types propagate, so gtest reports them as what they are.
+template <typename F>
+void ExpectError(F&& f, ErrorKind kind, const std::string& needle = "") {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message '" << e.what() << "' does not contain '" << needle << "'";
+    return;
+  }
+  ADD_FAILURE() << "expected Error(" << ErrorKindName(kind) << ")"
+                << (needle.empty() ? "" : " containing '" + needle + "'") << ", nothing was thrown";
+}
+
 // A matrix tensor [out, in] (ne = {in, out}) of `type` over `bytes`, as the reader would describe
 // it.
 inline format::TensorInfo MakeMatrixTensor(format::TensorType type, size_t in, size_t out,
@@ -52,6 +71,27 @@ inline format::TensorInfo MakeMatrixTensor(format::TensorType type, size_t in, s
   t.n_bytes = bytes.size();
   t.data = bytes.data();
   return t;
+}
+
+// Logits [toks.size(), n_vocab] of one forward over the whole sequence with nothing cached: the
+// reference the golden files and every partial plan are compared against. With `capture`, also
+// records every layer's K/V and boundary hidden states into it.
+inline std::vector<float> FullLogits(const model::Model& m, const std::vector<int32_t>& toks,
+                                     model::SeqKv* capture = nullptr) {
+  std::vector<float> out(toks.size() * m.config().n_vocab);
+  model::SeqPlan p;
+  p.tokens = toks;
+  p.logits_begin = 0;
+  p.logits_end = static_cast<int>(toks.size());
+  p.logits = out.data();
+  if (capture) {
+    capture->Reset(m.config().n_layer, static_cast<int>(toks.size()));
+    p.kv_out = capture;
+    p.capture_kv_layers = m.config().n_layer;
+    p.capture_hidden_max = m.config().n_layer;
+  }
+  model::Forward(m, {&p, 1});
+  return out;
 }
 
 }  // namespace bicache::testing

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -13,6 +14,8 @@
 
 namespace bicache::tokenizer {
 namespace {
+
+using bicache::testing::ExpectError;
 
 // Byte-level text of raw bytes (space -> U+0120 'Ġ', etc.).
 std::string V(std::string_view raw) {
@@ -71,17 +74,6 @@ std::vector<int32_t> Bytes(std::string_view s) {
   std::vector<int32_t> ids;
   for (unsigned char c : s) ids.push_back(c);
   return ids;
-}
-
-template <typename F>
-void ExpectError(F&& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(ByteUnicode, Gpt2Table) {

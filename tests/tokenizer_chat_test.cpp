@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -12,6 +13,8 @@
 
 namespace bicache::tokenizer {
 namespace {
+
+using bicache::testing::ExpectError;
 
 // Templates as written into GGUF files (tools/train/format.py and tools/gguf_py/export.py).
 const char* kTinyTemplate =
@@ -31,17 +34,6 @@ const char* kDreamTemplate =
     "'<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}{{ "
     "'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% "
     "endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-
-template <typename F>
-void ExpectError(F&& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST(Chat, DetectsFormats) {
   EXPECT_EQ(DetectChatFormat(kTinyTemplate), ChatFormat::kTiny);

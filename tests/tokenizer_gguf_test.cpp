@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "test_util.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -16,6 +17,8 @@
 
 namespace bicache::tokenizer {
 namespace {
+
+using bicache::testing::ExpectError;
 
 using format::GgufFile;
 using format::GgufWriter;
@@ -67,17 +70,6 @@ Tokenizer Load(const GgufWriter& w) {
   std::vector<uint8_t> bytes = w.ToBytes();
   GgufFile f = GgufFile::FromBytes(bytes);
   return Tokenizer::FromGguf(f);
-}
-
-template <typename F>
-void ExpectError(F&& f, ErrorKind kind, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(TokenizerGguf, MinimalFileLoads) {
