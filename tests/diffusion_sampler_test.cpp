@@ -15,6 +15,7 @@
 #include "diffusion/row_scorer.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::diffusion {
 namespace {
@@ -92,37 +93,35 @@ TEST(DiffusionSampler, ParseAlgorithmNamesAndErrors) {
   }
 }
 
-TEST(DiffusionSampler, EveryInvalidConfigNamesItsFlag) {
+TEST(DiffusionSampler, EveryInvalidConfigNamesItsField) {
   struct Case {
     std::string needle;
     void (*edit)(SamplerConfig&);
   };
   const Case cases[] = {
-      {"--gen-length", [](SamplerConfig& c) { c.gen_length = 0; }},
-      {"--block-length", [](SamplerConfig& c) { c.block_length = 0; }},
-      {"--block-length", [](SamplerConfig& c) { c.block_length = 5; }},  // 32 % 5 != 0
-      {"--steps", [](SamplerConfig& c) { c.steps = 0; }},
-      {"--steps", [](SamplerConfig& c) { c.block_length = 8, c.steps = 6; }},  // 4 blocks
-      {"--temperature", [](SamplerConfig& c) { c.temperature = -0.1f; }},
-      {"--temperature", [](SamplerConfig& c) { c.temperature = std::nanf(""); }},
-      {"--top-p", [](SamplerConfig& c) { c.top_p = 0; }},
-      {"--top-p", [](SamplerConfig& c) { c.top_p = 1.5f; }},
-      {"--top-k", [](SamplerConfig& c) { c.top_k = -1; }},
-      {"--eps", [](SamplerConfig& c) { c.eps = 0; }},
-      {"--eps", [](SamplerConfig& c) { c.eps = 1; }},
-      {"--cfg", [](SamplerConfig& c) { c.cfg_scale = -1; }},
-      {"--threshold", [](SamplerConfig& c) { c.threshold = 1; }},
-      {"--threshold", [](SamplerConfig& c) { c.threshold = -0.5f; }},
-      {"--threshold",
-       [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kRandom; }},
-      {"--threshold",
-       [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kOrigin; }},
-      {"--threshold",
+      {"gen_length", [](SamplerConfig& c) { c.gen_length = 0; }},
+      {"block_length", [](SamplerConfig& c) { c.block_length = 0; }},
+      {"block_length", [](SamplerConfig& c) { c.block_length = 5; }},  // 32 % 5 != 0
+      {"steps", [](SamplerConfig& c) { c.steps = 0; }},
+      {"steps", [](SamplerConfig& c) { c.block_length = 8, c.steps = 6; }},  // 4 blocks
+      {"temperature", [](SamplerConfig& c) { c.temperature = -0.1f; }},
+      {"temperature", [](SamplerConfig& c) { c.temperature = std::nanf(""); }},
+      {"top_p", [](SamplerConfig& c) { c.top_p = 0; }},
+      {"top_p", [](SamplerConfig& c) { c.top_p = 1.5f; }},
+      {"top_k", [](SamplerConfig& c) { c.top_k = -1; }},
+      {"eps", [](SamplerConfig& c) { c.eps = 0; }},
+      {"eps", [](SamplerConfig& c) { c.eps = 1; }},
+      {"cfg", [](SamplerConfig& c) { c.cfg_scale = -1; }},
+      {"threshold", [](SamplerConfig& c) { c.threshold = 1; }},
+      {"threshold", [](SamplerConfig& c) { c.threshold = -0.5f; }},
+      {"threshold", [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kRandom; }},
+      {"threshold", [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kOrigin; }},
+      {"threshold",
        [](SamplerConfig& c) { c.threshold = 0.9f, c.algorithm = Algorithm::kEntropy; }},
-      {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = -1; }},
-      {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = 0.5f; }},  // low_confidence
-      {"--alg-temp", [](SamplerConfig& c) { c.alg_temp = 0.5f, c.algorithm = Algorithm::kOrigin; }},
-      {"--alg-temp",
+      {"alg_temp", [](SamplerConfig& c) { c.alg_temp = -1; }},
+      {"alg_temp", [](SamplerConfig& c) { c.alg_temp = 0.5f; }},  // low_confidence
+      {"alg_temp", [](SamplerConfig& c) { c.alg_temp = 0.5f, c.algorithm = Algorithm::kOrigin; }},
+      {"alg_temp",
        [](SamplerConfig& c) {
          c.alg_temp = 0.5f, c.algorithm = Algorithm::kMaskgitPlus, c.threshold = 0.9f;
        }},
@@ -134,6 +133,13 @@ TEST(DiffusionSampler, EveryInvalidConfigNamesItsFlag) {
     SamplerConfig c = Config(32, 32, 32, Algorithm::kLowConfidence);
     k.edit(c);
     ExpectInvalid([&] { Validate(c); }, k.needle);
+    // The field the error is about is the first one its message names (the API's "param").
+    try {
+      Validate(c);
+    } catch (const FieldError& e) {
+      const bool named = k.needle != "mask_id" && k.needle != "stop_ids";
+      EXPECT_EQ(e.field(), named ? k.needle : "") << e.what();
+    }
     ExpectInvalid([&] { Denoiser d(c, kVocab); }, k.needle);
   }
   // Vocabulary-dependent checks happen in the constructor.

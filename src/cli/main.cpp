@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/render_error.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
@@ -54,7 +55,8 @@ int main(int argc, char** argv) {
     }
     return 1;
   } catch (const bicache::Error& e) {
-    std::fprintf(stderr, "bicache: %s: %s\n", bicache::ErrorKindName(e.kind()), e.what());
+    std::fprintf(stderr, "bicache: %s: %s\n", bicache::ErrorKindName(e.kind()),
+                 bicache::cli::RenderError(e).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bicache: error: %s\n", e.what());

@@ -22,7 +22,8 @@ enum class Algorithm {
 };
 
 // "low_confidence", "random", "origin", "maskgit_plus", "topk_margin", "entropy". Anything else
-// throws Error(kInvalidArgument) naming the value and listing the valid ones.
+// throws FieldError(kInvalidArgument) about {algorithm}, naming the value and listing the valid
+// ones.
 Algorithm ParseAlgorithm(std::string_view name);
 const char* AlgorithmName(Algorithm algorithm);
 
@@ -52,8 +53,10 @@ struct SamplerConfig {
   int steps_per_block() const { return steps / num_blocks(); }
 };
 
-// Throws Error(kInvalidArgument) naming the offending flag for every invalid value or
-// combination. Checks that need the vocabulary size are done by the Denoiser constructor.
+// Throws FieldError(kInvalidArgument) for every invalid value or combination; the message names
+// the offending fields as {gen_length}, {steps}, {block_length}, {temperature}, {top_p}, {top_k},
+// {eps}, {cfg}, {threshold}, {algorithm}, {alg_temp}, for each front end to spell
+// (util/field_error.h). Checks that need the vocabulary size are done by the Denoiser constructor.
 void Validate(const SamplerConfig& config);
 
 }  // namespace bicache::diffusion

@@ -6,6 +6,7 @@
 
 #include "cache/memory_budget.h"
 #include "engine/calibrate.h"
+#include "engine/request_check.h"
 #include "model/forward.h"
 #include "util/error.h"
 
@@ -67,29 +68,9 @@ int Engine::DepthFor(const CacheMode& mode, double ratio) const {
 std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   const model::ModelConfig& c = model_.config();
   opt.sampler.mask_id = c.mask_token_id;
-  diffusion::Validate(opt.sampler);
+  CheckRequest(opt, c);
   const int P = static_cast<int>(opt.prompt.size());
   const int n = P + opt.sampler.gen_length;
-  if (P == 0) throw Error(ErrorKind::kInvalidArgument, "the prompt is empty");
-  if (n > c.context_length) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "This model's maximum context length is " + std::to_string(c.context_length) +
-                    " tokens, but the request needs " + std::to_string(n) + " (" +
-                    std::to_string(P) + " prompt + " + std::to_string(opt.sampler.gen_length) +
-                    " generated)");
-  }
-  for (int32_t t : opt.prompt) {
-    if (t < 0 || t >= c.n_vocab) {
-      throw Error(ErrorKind::kInvalidArgument, "prompt token id " + std::to_string(t) +
-                                                   " is outside the vocabulary of " +
-                                                   std::to_string(c.n_vocab));
-    }
-  }
-  if (opt.sampler.cfg_scale > 0 && opt.cache.reuses_prefix()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "classifier-free guidance (--cfg) masks the prompt, so it cannot reuse a cached "
-                "prefix: use --cache none or dual");
-  }
   // The prefix must leave at least one prompt token to compute (the shifted head reads row P-1).
   const int max_prefix = P - (c.shift_logits ? 1 : 0);
   int declared = opt.prefix_len;

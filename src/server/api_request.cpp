@@ -4,46 +4,20 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/request_check.h"
 #include "tokenizer/chat.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::server {
 namespace {
 
 using nlohmann::json;
 
-// The sampler's validation names CLI flags; the API names body fields.
-constexpr std::pair<const char*, const char*> kFlagToField[] = {{"--gen-length", "max_tokens"},
-                                                                {"--block-length", "block_length"},
-                                                                {"--steps", "steps"},
-                                                                {"--temperature", "temperature"},
-                                                                {"--top-p", "top_p"},
-                                                                {"--top-k", "top_k"},
-                                                                {"--eps", "eps"},
-                                                                {"--cfg", "cfg"},
-                                                                {"--threshold", "threshold"},
-                                                                {"--algorithm", "algorithm"},
-                                                                {"--alg-temp", "alg_temp"}};
-
-// Rewrites flag names into field names; `param` is the first field mentioned.
-std::string FlagsToFields(std::string msg, std::string* param) {
-  size_t first = std::string::npos;
-  for (const auto& [flag, field] : kFlagToField) {
-    for (size_t pos; (pos = msg.find(flag)) != std::string::npos;) {
-      // "--alg-temp" also contains no other flag as a prefix except itself; match whole tokens.
-      const size_t end = pos + std::string_view(flag).size();
-      if (end < msg.size() &&
-          (std::isalnum(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) {
-        break;  // a longer flag (e.g. --alg-temp vs --algorithm is fine; guard anyway)
-      }
-      msg.replace(pos, end - pos, field);
-      if (pos < first) {
-        first = pos;
-        *param = field;
-      }
-    }
-  }
-  return msg;
+// The library names request fields by identifier (util/field_error.h); the API's body fields
+// share those names except the canvas length, which OpenAI calls max_tokens.
+std::string ApiFieldName(std::string_view field) {
+  return field == "gen_length" ? "max_tokens" : std::string(field);
 }
 
 // A client's value as quoted in an error message: short, and never a dump of a structure. The
@@ -329,7 +303,7 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   const int blocks = gen / s.block_length;
   // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
   // the block count so the schedule is valid. Every block needs a step, so more blocks than
-  // --max-steps allows cannot run within it.
+  // the server's max_steps allows cannot run within it.
   if (blocks > limits.max_steps) {
     BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " +
                    std::to_string(gen) + " tokens into " + std::to_string(blocks) +
@@ -343,9 +317,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   s.steps = static_cast<int>(GetInt(body, "steps", def_steps, 1, limits.max_steps));
   try {
     s.algorithm = diffusion::ParseAlgorithm(GetString(body, "algorithm", "low_confidence"));
-  } catch (const Error& e) {
-    std::string param;
-    BadRequest(FlagsToFields(e.what(), &param), "algorithm");
+  } catch (const FieldError& e) {
+    BadRequest(e.Render(ApiFieldName), "algorithm");
   }
   s.temperature = GetFloat(body, "temperature", 0);
   if (s.temperature < 0 || s.temperature > 2)
@@ -359,11 +332,17 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   s.mask_id = lm.model().config().mask_token_id;
   s.stop_ids = lm.stop_ids();
+  // The engine's own acceptance check (Engine::Start runs it too), here so nothing it would refuse
+  // is queued. The prompt, context and vocabulary were checked above in the API's words; the cache
+  // mode is parsed below, so its clash with cfg is worded by the check there.
+  r.options.prompt = prompt.tokens;
+  r.options.prefix_len = prompt.prefix_len;
   try {
-    diffusion::Validate(s);
-  } catch (const Error& e) {
-    std::string param;
-    std::string msg = FlagsToFields(e.what(), &param);
+    engine::CheckRequest(r.options, lm.model().config());
+  } catch (const FieldError& e) {
+    // The error is about the first field its message names.
+    const std::string param = e.field().empty() ? "" : ApiFieldName(e.field());
+    std::string msg = e.Render(ApiFieldName);
     // The sampler checked the float it holds (1.0000001 rounds to 1, 1e308 was clamped): quote the
     // value the client sent instead.
     if (const json* sent = param.empty() ? nullptr : Field(body, param.c_str())) {
@@ -372,6 +351,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
       if (end != std::string::npos) msg.replace(at, end - at + 1, "(got " + Shown(*sent) + ")");
     }
     BadRequest(msg, param);
+  } catch (const Error& e) {
+    BadRequest(e.what());
   }
   if (const json* c = Field(body, "cache")) {
     if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
@@ -391,8 +372,6 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
         "\"dual\"",
         "cfg");
   }
-  r.options.prompt = prompt.tokens;
-  r.options.prefix_len = prompt.prefix_len;
   return r;
 }
 

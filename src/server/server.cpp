@@ -13,6 +13,7 @@
 #include "server/httplib_wrap.h"
 #include "server/metrics.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::server {
 namespace {
@@ -75,13 +76,14 @@ Server::Server(ServerOptions options)
   if (options_.model_id.empty())
     options_.model_id = std::filesystem::path(options_.model_path).stem().string();
   if (options_.max_running < 1 || options_.max_queue < 0 || options_.max_batch_tokens < 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--max-running must be >= 1, --max-queue and --max-batch-tokens >= 0");
+    // Fields named `{field}` (util/field_error.h): the CLI spells them as its flags.
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{max_running} must be >= 1, {max_queue} and {max_batch_tokens} >= 0");
   }
   if (options_.limits.max_tokens_limit < 1 || options_.limits.max_steps < 1 ||
       options_.limits.default_max_tokens < 1) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--max-tokens-limit, --max-steps and --default-max-tokens must be >= 1");
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{max_tokens_limit}, {max_steps} and {default_max_tokens} must be >= 1");
   }
   // Every waiting or running request blocks one handler thread; a few more keep /health and
   // /metrics answering when all of those are busy.
