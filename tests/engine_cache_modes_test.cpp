@@ -167,6 +167,60 @@ TEST_F(EngineModesTest, BatchedRequestsGiveTheSameTextAsAlone) {
     EXPECT_EQ(reqs[i]->result().canvas, alone[i]) << "request " << i;
 }
 
+// One driver: a request stepped in a batch gets the same accounting as one run alone (token-layers
+// exact; FLOPs and time as shares), and Start records its own time.
+TEST_F(EngineModesTest, BatchedRequestsAreAccountedLikeAlone) {
+  Engine e(lm_->model(), {});
+  std::vector<RequestOptions> opts = {Options(system_, "a?", "fixed:1"),
+                                      Options("other prefix", "b?", "none")};
+  std::vector<RequestResult> alone;
+  for (const auto& o : opts) alone.push_back(e.Run(o));
+  std::vector<std::unique_ptr<Request>> reqs;
+  for (const auto& o : opts) reqs.push_back(e.Start(o));
+  for (bool active = true; active;) {
+    std::vector<Request*> batch;
+    for (auto& r : reqs)
+      if (!r->done()) batch.push_back(r.get());
+    active = !batch.empty();
+    if (active) e.StepBatch(batch);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const RequestResult r = reqs[i]->result();
+    EXPECT_EQ(r.token_layers, alone[i].token_layers) << i;
+    EXPECT_GT(alone[i].flops, 0) << i;
+    EXPECT_GT(r.flops, 0) << i;
+    EXPECT_GT(r.start_seconds, 0) << i;
+    EXPECT_GT(r.forward_seconds, 0) << i;
+    EXPECT_GT(r.sample_seconds, 0) << i;
+    EXPECT_GE(alone[i].seconds,
+              alone[i].start_seconds + alone[i].forward_seconds + alone[i].sample_seconds)
+        << i;
+  }
+}
+
+TEST_F(EngineModesTest, StepEventsReportTheCommittedTokens) {
+  Engine e(lm_->model(), {});
+  RequestOptions o = Options(system_, "q", "none");
+  o.sampler.temperature = 0.8f;
+  o.sampler.seed = 3;
+  o.sampler.block_length = 4;
+  std::vector<CommittedToken> committed;
+  std::vector<int32_t> streamed;
+  int steps = 0;
+  const RequestResult r = e.Run(o, [&](const StepEvent& ev) {
+    EXPECT_EQ(ev.step, ++steps);
+    EXPECT_EQ(ev.canvas.size(), static_cast<size_t>(o.sampler.gen_length));
+    committed.insert(committed.end(), ev.committed.begin(), ev.committed.end());
+    ASSERT_GE(ev.final_length, static_cast<int>(streamed.size()));  // never shrinks
+    streamed.insert(streamed.end(), ev.canvas.begin() + streamed.size(),
+                    ev.canvas.begin() + ev.final_length);
+  });
+  EXPECT_EQ(steps, r.steps);
+  EXPECT_EQ(streamed, r.answer);
+  EXPECT_FALSE(committed.empty());
+  for (const CommittedToken& t : committed) EXPECT_EQ(t.token, r.canvas.at(t.position));
+}
+
 TEST_F(EngineModesTest, DualCacheComputesFewerTokenLayers) {
   Engine e(lm_->model(), {});
   auto o = Options(system_, "q", "dual");

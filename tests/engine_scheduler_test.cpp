@@ -98,7 +98,7 @@ TEST_F(SchedulerTest, BatchedWithAQuarterCancelledMidwayTheRestMatchAlone) {
   for (int i = 0; i < kN; ++i) {
     RequestCallbacks cb = out[i].Callbacks();
     if (i % 4 == 1) {
-      cb.on_step = [&, i](const Request& r) {
+      cb.on_step = [&, i](const StepEvent&) {
         std::unique_lock<std::mutex> l(slots[i].m);
         slots[i].cv.wait_for(l, 60s, [&] { return slots[i].h != nullptr; });
         if (slots[i].h) slots[i].h->Cancel();
@@ -139,7 +139,7 @@ TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
   bool entered = false, release = false;
   Outcome first, b, c;
   RequestCallbacks cb = first.Callbacks();
-  cb.on_step = [&](const Request&) {
+  cb.on_step = [&](const StepEvent&) {
     std::unique_lock<std::mutex> l(m);
     entered = true;
     cv.notify_all();
@@ -236,7 +236,7 @@ TEST_F(SchedulerTest, ThreadsOptionIsAppliedOnTheWorkerThread) {
   Outcome out;
   std::atomic<int> seen{0};
   RequestCallbacks cb = out.Callbacks();
-  cb.on_step = [&](const Request&) { seen = omp_get_max_threads(); };  // runs on the worker
+  cb.on_step = [&](const StepEvent&) { seen = omp_get_max_threads(); };  // runs on the worker
   sched.Submit(Options(1), std::move(cb));
   ASSERT_TRUE(out.Wait());
   EXPECT_TRUE(out.ok);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
@@ -20,10 +21,9 @@ class ProgressView {
  public:
   ProgressView(const engine::LoadedModel& lm, bool visual)
       : lm_(lm), visual_(visual), tty_(isatty(2)) {}
-  void Update(const engine::Request& req) {
+  void Update(const engine::StepEvent& e) {
     if (!tty_) return;
-    const auto& dn = req.denoiser();
-    const auto& canvas = dn.canvas();
+    const std::span<const int32_t> canvas = e.canvas;
     int committed = 0;
     const int32_t mask = lm_.model().config().mask_token_id;
     for (int32_t t : canvas) committed += t != mask;
@@ -33,7 +33,7 @@ class ProgressView {
               filled = canvas.empty() ? 0 : width * committed / static_cast<int>(canvas.size());
     std::string bar(filled, '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "\r\033[K[%s] step %d  %d/%zu tokens  %.1f tok/s", bar.c_str(), dn.step(),
+    std::fprintf(stderr, "\r\033[K[%s] step %d  %d/%zu tokens  %.1f tok/s", bar.c_str(), e.step,
                  committed, canvas.size(), secs > 0 ? committed / secs : 0.0);
     if (visual_) {
       std::string text;
@@ -112,7 +112,7 @@ Runner AddGenerate(CLI::App& app) {
     eo.audit_rate = o->s.audit_rate;
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);
-    engine::RequestResult r = eng.Run(req, [&](const engine::Request& rq) { view.Update(rq); });
+    engine::RequestResult r = eng.Run(req, [&](const engine::StepEvent& e) { view.Update(e); });
     view.Finish();
     const std::string text = lm->Detokenize(r.answer);
     if (o->json) {

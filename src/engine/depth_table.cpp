@@ -107,4 +107,23 @@ DepthTable DepthTable::Load(const std::string& path) {
   return t;
 }
 
+int LayersHeldFor(const CacheMode& mode, const DepthTable& table, int n_layer) {
+  switch (mode.prefix) {
+    case PrefixReuse::kNone:
+      return 0;
+    case PrefixReuse::kLlm:
+      return n_layer;
+    case PrefixReuse::kFixed:
+      return std::min(mode.fixed_depth, n_layer);
+    case PrefixReuse::kBicache:
+      return std::min(table.max_depth(), n_layer);
+  }
+  return 0;
+}
+
+int DepthFor(const CacheMode& mode, const DepthTable& table, int n_layer, double ratio) {
+  if (mode.prefix == PrefixReuse::kBicache) return std::min(table.Lookup(ratio), n_layer);
+  return LayersHeldFor(mode, table, n_layer);
+}
+
 }  // namespace bicache::engine

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/cache_mode.h"
+
 namespace bicache::engine {
 
 struct CalibrationBin {
@@ -55,5 +57,13 @@ class DepthTable {
   double threshold_ = 0.97;
   int n_layer_ = 0;
 };
+
+// The depth choice, model-free (the engine passes its model's n_layer).
+// How many layers a prefix entry must hold to serve `mode`: none 0, llm every layer, fixed:B B,
+// bicache the table's maximum depth (each capped at n_layer). Entries are stored per this value.
+int LayersHeldFor(const CacheMode& mode, const DepthTable& table, int n_layer);
+// The reuse depth a request of `mode` gets at prefix ratio `ratio`: bicache looks the ratio up in
+// the table, every other mode reuses all the layers its entries hold.
+int DepthFor(const CacheMode& mode, const DepthTable& table, int n_layer, double ratio);
 
 }  // namespace bicache::engine

@@ -13,59 +13,23 @@
 namespace bicache::engine {
 
 Engine::Engine(const model::Model& model, EngineOptions options)
-    : model_(model), options_(std::move(options)) {
-  if (options_.cache_budget_bytes == 0) options_.cache_budget_bytes = cache::DefaultBudgetBytes();
-}
-
-cache::PrefixStore& Engine::StoreFor(int layers_held) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = stores_[layers_held];
-  if (!slot) slot = std::make_unique<cache::PrefixStore>(options_.cache_budget_bytes);
-  return *slot;
-}
-
-void Engine::FitBudget(cache::PrefixStore* grown) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const size_t budget = options_.cache_budget_bytes;
-  size_t total = 0;
-  for (const auto& [held, store] : stores_) total += store->stats().bytes_used;
-  if (total <= budget) return;
-  std::vector<cache::PrefixStore*> order;
-  for (const auto& [held, store] : stores_) {
-    if (store.get() != grown) order.push_back(store.get());
-  }
-  order.push_back(grown);
-  for (cache::PrefixStore* s : order) {
-    if (total <= budget) break;
-    const size_t used = s->stats().bytes_used;
-    const size_t over = total - budget;
-    total = total - used + s->EvictDownTo(used > over ? used - over : 0);
-  }
+    : model_(model),
+      options_(std::move(options)),
+      stores_(options_.cache_budget_bytes ? options_.cache_budget_bytes
+                                          : cache::DefaultBudgetBytes()) {
+  options_.cache_budget_bytes = stores_.budget();
 }
 
 int Engine::LayersHeldFor(const CacheMode& mode) const {
-  const int L = model_.config().n_layer;
-  switch (mode.prefix) {
-    case PrefixReuse::kNone:
-      return 0;
-    case PrefixReuse::kLlm:
-      return L;
-    case PrefixReuse::kFixed:
-      return std::min(mode.fixed_depth, L);
-    case PrefixReuse::kBicache:
-      return std::min(options_.depth_table.max_depth(), L);
-  }
-  return 0;
+  return engine::LayersHeldFor(mode, options_.depth_table, model_.config().n_layer);
 }
 
 int Engine::DepthFor(const CacheMode& mode, double ratio) const {
-  if (mode.prefix == PrefixReuse::kBicache) {
-    return std::min(options_.depth_table.Lookup(ratio), model_.config().n_layer);
-  }
-  return LayersHeldFor(mode);
+  return engine::DepthFor(mode, options_.depth_table, model_.config().n_layer, ratio);
 }
 
 std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
+  const auto t0 = std::chrono::steady_clock::now();
   const model::ModelConfig& c = model_.config();
   opt.sampler.mask_id = c.mask_token_id;
   CheckRequest(opt, c);
@@ -83,7 +47,7 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   bool hit = false;
   const int held = LayersHeldFor(opt.cache);
   if (opt.cache.reuses_prefix() && declared > 0 && held > 0) {
-    cache::PrefixStore& store = StoreFor(held);
+    cache::PrefixStore& store = stores_.For(held);
     std::span<const int32_t> prompt(opt.prompt);
     pin = store.Lookup(prompt, declared);
     hit = pin.has_value();
@@ -96,7 +60,7 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
       try {
         pin = store.Insert(prompt.first(declared), std::move(payload));
         hit = false;
-        FitBudget(&store);
+        stores_.FitBudget(&store);
         std::lock_guard<std::mutex> lock(mutex_);
         ++prefix_builds_;
       } catch (const Error& e) {
@@ -111,50 +75,10 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
     }
   }
   if (depth > 0 && options_.audit_rate > 0) MaybeAudit(opt, static_cast<int>(pin->length()), depth);
-  return std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
-}
-
-void Engine::StepBatch(std::span<Request* const> requests) {
-  std::vector<model::SeqPlan> plans;
-  for (Request* r : requests) r->PlanStep(&plans);
-  model::ForwardStats st;
-  const auto t0 = std::chrono::steady_clock::now();
-  model::Forward(model_, plans, &st);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // The batch's time is shared evenly among its requests.
-  for (Request* r : requests) {
-    r->FinishStep();
-    r->add_seconds(secs / requests.size());
-  }
-}
-
-RequestResult Engine::Run(RequestOptions options, const StepCallback& on_step) {
-  using Clock = std::chrono::steady_clock;
-  auto secs = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
-  const auto t0 = Clock::now();
-  std::unique_ptr<Request> req = Start(std::move(options));
-  const auto t_started = Clock::now();
-  double forward_s = 0, sample_s = 0;
-  while (!req->done()) {
-    std::vector<model::SeqPlan> plans;
-    req->PlanStep(&plans);
-    model::ForwardStats st;
-    const auto a = Clock::now();
-    model::Forward(model_, plans, &st);
-    const auto b = Clock::now();
-    req->add_token_layers(st.token_layers);
-    req->add_flops(st.matmul_flops + st.attention_flops);
-    req->FinishStep();
-    const auto c = Clock::now();
-    forward_s += secs(a, b);
-    sample_s += secs(b, c);
-    if (on_step) on_step(*req);
-  }
-  req->add_seconds(secs(t0, Clock::now()));
-  req->add_phase_seconds(secs(t0, t_started), forward_s, sample_s);
-  return req->result();
+  auto req = std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
+  req->add_start_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return req;
 }
 
 void Engine::MaybeAudit(const RequestOptions& opt, int prefix_len, int depth) {
@@ -208,20 +132,9 @@ AuditStats Engine::audit_stats() const {
 }
 
 EngineCacheStats Engine::cache_stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
   EngineCacheStats s;
-  for (const auto& [held, store] : stores_) {
-    const cache::PrefixStoreStats t = store->stats();
-    s.total.queries += t.queries;
-    s.total.hits += t.hits;
-    s.total.misses += t.misses;
-    s.total.inserts += t.inserts;
-    s.total.evictions += t.evictions;
-    s.total.entries += t.entries;
-    s.total.bytes_used += t.bytes_used;
-    s.total.bytes_pinned += t.bytes_pinned;
-  }
-  s.total.budget = options_.cache_budget_bytes;
+  s.total = stores_.stats();
+  std::lock_guard<std::mutex> lock(mutex_);
   s.prefix_builds = prefix_builds_;
   s.insert_failures = insert_failures_;
   return s;

@@ -1,23 +1,20 @@
 // The engine: a model, its prefix caches and its depth table; starts and runs requests.
 //
 // Prefix entries are kept in one PrefixStore per "layers held" (the deepest layer an entry may
-// serve: the table's maximum depth for bicache, B for fixed:B, every layer for llm), so modes
-// compared side by side in one process never hand each other entries of the wrong depth. The
-// configured byte budget is shared by all stores: after an insert pushes the sum over budget,
-// unpinned entries are evicted (LRU within a store) from the other stores first, then from the
-// store that grew.
+// serve: the table's maximum depth for bicache, B for fixed:B, every layer for llm), under one
+// byte budget shared by all stores (cache/store_set.h says how the budget is kept).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 
-#include "cache/prefix_store.h"
 #include "cache/recent_prefix.h"
+#include "cache/store_set.h"
 #include "engine/depth_table.h"
 #include "engine/prefix_entry.h"
 #include "engine/request.h"
+#include "engine/step_event.h"
 
 namespace bicache::engine {
 
@@ -54,11 +51,14 @@ class Engine {
   // Error(kInvalidArgument) for a request the model cannot run (context, sampler settings).
   std::unique_ptr<Request> Start(RequestOptions options);
 
-  // Runs one request alone to completion. `on_step` (optional) is called after every step.
-  using StepCallback = std::function<void(const Request&)>;
+  // The request driver (engine/request_driver.cpp). Run drives one request alone to completion,
+  // as a batch of one through StepBatch; `on_step` (optional) is called after every step.
+  using StepCallback = std::function<void(const StepEvent&)>;
   RequestResult Run(RequestOptions options, const StepCallback& on_step = {});
 
-  // Runs one forward for several requests at once (the scheduler's iteration) and advances each.
+  // Runs one forward for several requests at once (the scheduler's and eval's iteration), advances
+  // each, and records each one's share of the forward (time, token-layers, FLOPs) and its sampling
+  // time.
   void StepBatch(std::span<Request* const> requests);
 
   const model::Model& model() const { return model_; }
@@ -66,19 +66,16 @@ class Engine {
   void set_depth_table(DepthTable t) { options_.depth_table = std::move(t); }
   EngineCacheStats cache_stats() const;
   AuditStats audit_stats() const;
-  // The depth a bicache request with this prefix ratio gets.
+  // The depth a bicache request with this prefix ratio gets (engine::DepthFor for this model).
   int DepthFor(const CacheMode& mode, double ratio) const;
 
  private:
-  cache::PrefixStore& StoreFor(int layers_held);
   int LayersHeldFor(const CacheMode& mode) const;
-  // Evicts unpinned entries until the stores together fit the budget (others before `grown`).
-  void FitBudget(cache::PrefixStore* grown);
 
   const model::Model& model_;
   EngineOptions options_;
-  mutable std::mutex mutex_;  // guards stores_ map and counters (not the stores themselves)
-  std::map<int, std::unique_ptr<cache::PrefixStore>> stores_;
+  mutable std::mutex mutex_;  // guards the counters below
+  cache::PrefixStoreSet stores_;
   cache::RecentPrefixTracker recent_;
   void MaybeAudit(const RequestOptions& opt, int prefix_len, int depth);
   uint64_t audit_counter_ = 0;

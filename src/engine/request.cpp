@@ -1,5 +1,7 @@
 #include "engine/request.h"
 
+#include <algorithm>
+
 #include "engine/prefix_entry.h"
 
 #include "util/error.h"
@@ -101,7 +103,19 @@ void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
 }
 
 void Request::FinishStep() {
-  denoiser_.Step(logits_.data(), uncond_tokens_.empty() ? nullptr : uncond_logits_.data());
+  const std::vector<int> positions =
+      denoiser_.Step(logits_.data(), uncond_tokens_.empty() ? nullptr : uncond_logits_.data());
+  last_committed_.clear();
+  for (int p : positions) last_committed_.push_back({p, denoiser_.canvas()[p]});
+}
+
+StepEvent Request::LastStep() const {
+  StepEvent e;
+  e.step = denoiser_.step();
+  e.committed = last_committed_;
+  e.canvas = denoiser_.canvas();
+  e.final_length = std::min(denoiser_.committed_prefix(), denoiser_.answer_length());
+  return e;
 }
 
 RequestResult Request::result() const {

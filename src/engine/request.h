@@ -1,6 +1,7 @@
 // One generation request as a step machine: it says what the next forward must compute (its
-// SeqPlans) and consumes the logits afterwards. The single-request loop (Engine::Run) and the
-// batching scheduler drive the same object, so a request's output does not depend on who drives it.
+// SeqPlans) and consumes the logits afterwards. One driver steps it, Engine::StepBatch (a batch of
+// one for Engine::Run, several for the scheduler and eval), so a request's output and its
+// accounting do not depend on who drives it.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cache/prefix_pin.h"
 #include "diffusion/sampler.h"
 #include "engine/cache_mode.h"
+#include "engine/step_event.h"
 #include "model/plan.h"
 #include "model/weights.h"
 
@@ -41,12 +43,16 @@ struct RequestResult {
   bool prefix_hit = false;      // the prefix came from the store (not built for this request)
   double prefix_ratio = 0;      // prefix_used / (prompt + canvas)
   uint64_t token_layers = 0;    // tokens x layers computed, summed over its forwards
-  double flops = 0;             // matmul + attention FLOPs of its forwards (Engine::Run only)
+  // Matmul + attention FLOPs of its forwards; a batched forward's FLOPs are shared among its
+  // requests in proportion to their token-layers.
+  double flops = 0;
+  // Engine::Run: the whole wall time (start, steps, callbacks). Batched (StepBatch): its share
+  // of the batch forwards (the batch's time split evenly), plus whatever its driver adds.
   double seconds = 0;
-  // Where `seconds` went (Engine::Run only): `start` = prefix lookup, prefix-alone build on a miss
-  // and copying the entry into the request; `forward` = the model's forwards; `sample` = the
-  // denoiser's scoring and commits. The remainder (planning, the step callback) is seconds - the
-  // three.
+  // Where the time went: `start` = prefix lookup, prefix-alone build on a miss and copying the
+  // entry into the request (Engine::Start); `forward` = its share of the model's forwards (a
+  // batch's time split evenly); `sample` = the denoiser's scoring and commits. Under Engine::Run
+  // the remainder (planning, the step callback) is seconds - the three.
   double start_seconds = 0, forward_seconds = 0, sample_seconds = 0;
 };
 
@@ -64,17 +70,25 @@ class Request {
   void PlanStep(std::vector<model::SeqPlan>* plans);
   // Consumes the logits the planned forward produced and commits tokens.
   void FinishStep();
+  // The last FinishStep as a callback sees it (spans into this request, valid until the next step).
+  StepEvent LastStep() const;
   const diffusion::Denoiser& denoiser() const { return denoiser_; }
   RequestResult result() const;
   int n_tokens() const { return static_cast<int>(tokens_.size()); }
+
+  // Accounting, filled by the engine (see RequestResult for what each figure means).
   void add_seconds(double s) { seconds_ += s; }
-  void add_phase_seconds(double start, double forward, double sample) {
-    start_seconds_ += start;
-    forward_seconds_ += forward;
-    sample_seconds_ += sample;
+  void set_seconds(double s) { seconds_ = s; }
+  void add_start_seconds(double s) { start_seconds_ += s; }
+  // One step: its share of the forward (also counted in seconds), its own sampling time, and its
+  // share of the forward's work.
+  void add_step(double forward_s, double sample_s, uint64_t token_layers, double flops) {
+    seconds_ += forward_s;
+    forward_seconds_ += forward_s;
+    sample_seconds_ += sample_s;
+    token_layers_ += token_layers;
+    flops_ += flops;
   }
-  void add_token_layers(uint64_t n) { token_layers_ += n; }
-  void add_flops(double f) { flops_ += f; }
 
  private:
   const model::Model& model_;
@@ -90,6 +104,7 @@ class Request {
   model::SeqKv kv_;                     // [n] per-request K/V: cached prefix rows + captures
   std::vector<float> logits_;           // [gen, V] canvas rows
   std::vector<float> uncond_logits_;    // [gen, V] CFG
+  std::vector<CommittedToken> last_committed_;  // [tokens committed by the last step]
   int steps_since_refresh_ = 0;
   bool have_refresh_ = false;
   std::pair<int, int> dual_block_{-1, -1};  // block the dual cache was built for

@@ -218,7 +218,7 @@ void Scheduler::Step() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.iterations;
   }
-  for (Job& j : running_) Call(j.callbacks.on_step, *j.request);
+  for (Job& j : running_) Call(j.callbacks.on_step, j.request->LastStep());
   retire_done();
 }
 

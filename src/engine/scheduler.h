@@ -40,7 +40,7 @@ struct SchedulerOptions {
 };
 
 struct RequestCallbacks {
-  std::function<void(const Request&)> on_step;        // after each of its steps (optional)
+  std::function<void(const StepEvent&)> on_step;      // after each of its steps (optional)
   std::function<void(const RequestResult&)> on_done;  // finished normally
   std::function<void(const Error&)> on_error;         // bad request, failure or cancellation
 };

@@ -136,32 +136,39 @@ void CopyRows(float* dst, const float* src, int rows, int width) {
   std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(rows) * width);
 }
 
-}  // namespace
+// The forward's activation buffers for one call, carved from the thread's Scratch and sized for
+// the largest layout (every token of every sequence).
+struct Buffers {
+  float* x;      // [rows, d] residual stream
+  float* h;      // [rows, d] normed input / block output
+  float* q;      // [rows, q_dim]
+  float* k;      // [rows, kv_dim]
+  float* v;      // [rows, kv_dim]
+  float* att;    // [rows, q_dim]
+  float* gate;   // [rows, d_ff]
+  float* up;     // [rows, d_ff]
+  int32_t* pos;  // [rows] absolute positions
+  Scratch* sc;   // for the buffers sized per layer (qkv, nx) or per head (sel, logits)
+};
 
-void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* stats_out) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const ModelConfig& c = model.config();
-  const std::vector<SeqView> seqs = Validate(c, plans);
-  ForwardStats st;
-  const int d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), ff = c.d_ff, hd = c.head_dim;
-  int max_rows = 0;
-  for (const SeqView& v : seqs) max_rows += v.n;
+Buffers GrowBuffers(const ModelConfig& c, size_t max_rows, Scratch* sc) {
+  Buffers b;
+  b.x = GrowTo(sc->x, max_rows * c.d_model);
+  b.h = GrowTo(sc->h, max_rows * c.d_model);
+  b.q = GrowTo(sc->q, max_rows * c.q_dim());
+  b.k = GrowTo(sc->k, max_rows * c.kv_dim());
+  b.v = GrowTo(sc->v, max_rows * c.kv_dim());
+  b.att = GrowTo(sc->att, max_rows * c.q_dim());
+  b.gate = GrowTo(sc->gate, max_rows * c.d_ff);
+  b.up = GrowTo(sc->up, max_rows * c.d_ff);
+  b.pos = GrowTo(sc->pos, max_rows);
+  b.sc = sc;
+  return b;
+}
 
-  // Activation buffers, sized for the largest layout (every token of every sequence).
-  thread_local Scratch sc;
-  const size_t mr = static_cast<size_t>(max_rows);
-  float* x = GrowTo(sc.x, mr * d);         // [rows, d] residual stream
-  float* h = GrowTo(sc.h, mr * d);         // [rows, d] normed input
-  float* q = GrowTo(sc.q, mr * qd);        // [rows, q_dim]
-  float* k = GrowTo(sc.k, mr * kvd);       // [rows, kv_dim]
-  float* v = GrowTo(sc.v, mr * kvd);       // [rows, kv_dim]
-  float* att = GrowTo(sc.att, mr * qd);    // [rows, q_dim]
-  float* gate = GrowTo(sc.gate, mr * ff);  // [rows, d_ff]
-  float* up = GrowTo(sc.up, mr * ff);      // [rows, d_ff]
-  int32_t* pos = GrowTo(sc.pos, mr);       // [rows] absolute positions
-
-  // ---- embedding ----
-  Layout lay = MakeLayout(seqs, 0);
+// Embeds the tokens of layer 0's layout into x.
+void Embed(const Model& model, const std::vector<SeqView>& seqs, const Layout& lay, float* x) {
+  const int d = model.config().d_model;
   ParallelRows(lay.rows, [&](int b, int e) {
     for (size_t s = 0; s < seqs.size(); ++s) {
       for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p) {
@@ -170,176 +177,229 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
       }
     }
   });
+}
 
-  for (int l = 0; l < c.n_layer; ++l) {
-    const LayerWeights& w = model.layers()[l];
-    // ---- rejoin: sequences whose partial layers end here grow to every token ----
-    Layout next = MakeLayout(seqs, l);
-    if (next.rows != lay.rows) {
-      float* nx = GrowTo(sc.nx, static_cast<size_t>(next.rows) * d);  // [next rows, d]
-      for (size_t s = 0; s < seqs.size(); ++s) {
-        for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
-          float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
-          if (p >= lay.pos_begin[s] && p < lay.pos_end[s]) {
-            CopyRows(dst, &x[static_cast<size_t>(lay.row_begin[s] + p - lay.pos_begin[s]) * d], 1,
-                     d);
-          } else {
-            CopyRows(dst, &seqs[s].plan->kv_in->hidden[l][static_cast<size_t>(p) * d], 1, d);
-          }
-        }
-      }
-      std::copy_n(nx, static_cast<size_t>(next.rows) * d, x);
-    }
-    lay = std::move(next);
-    const int R = lay.rows;
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p)
-        pos[lay.row_begin[s] + p - lay.pos_begin[s]] = p;
-    }
-    // ---- capture hidden inputs of this layer ----
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      const SeqPlan& p = *seqs[s].plan;
-      if (!p.kv_out || l < 1 || l > p.capture_hidden_max) continue;
-      auto& dst = p.kv_out->hidden[l];
-      dst.resize(static_cast<size_t>(seqs[s].n) * d);
-      CopyRows(&dst[static_cast<size_t>(lay.pos_begin[s]) * d],
-               &x[static_cast<size_t>(lay.row_begin[s]) * d], lay.pos_end[s] - lay.pos_begin[s], d);
-    }
-    st.token_layers += R;
-
-    // ---- attention block ----
-    ParallelRows(R, [&](int b, int e) {
-      kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d,
-                       c.rms_eps);
-    });
-    if (w.fused_qkv) {
-      float* qkv = GrowTo(
-          sc.qkv, static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
-      Project(w.wqkv, h, R, qkv, &st);
-      const int W = qd + 2 * kvd;
-      ParallelRows(R, [&](int b, int e) {
-        for (int r = b; r < e; ++r) {
-          CopyRows(&q[(size_t)r * qd], &qkv[(size_t)r * W], 1, qd);
-          CopyRows(&k[(size_t)r * kvd], &qkv[(size_t)r * W + qd], 1, kvd);
-          CopyRows(&v[(size_t)r * kvd], &qkv[(size_t)r * W + qd + kvd], 1, kvd);
-        }
-      });
-    } else {
-      Project(w.wq, h, R, q, &st);
-      Project(w.wk, h, R, k, &st);
-      Project(w.wv, h, R, v, &st);
-    }
-    if (!w.bq.empty()) {
-      ParallelRows(R, [&](int b, int e) {
-        kernels::AddBiasRows(&q[(size_t)b * qd], w.bq.data(), e - b, qd);
-        kernels::AddBiasRows(&k[(size_t)b * kvd], w.bk.data(), e - b, kvd);
-        kernels::AddBiasRows(&v[(size_t)b * kvd], w.bv.data(), e - b, kvd);
-      });
-    }
-    ParallelRows(R, [&](int b, int e) {
-      kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &pos[b], c.rope_base,
-                    c.rope_layout);
-      kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &pos[b], c.rope_base,
-                    c.rope_layout);
-    });
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      const SeqPlan& p = *seqs[s].plan;
-      const int n = seqs[s].n, pb = lay.pos_begin[s], pe = lay.pos_end[s], rb = lay.row_begin[s];
-      const float* ks = &k[(size_t)rb * kvd];
-      const float* vs = &v[(size_t)rb * kvd];
-      if (pe - pb != n) {
-        // Partial layer: the cached rows before and after the computed range are read where they
-        // lie in the sequence's K/V ([n, kvd]), the computed rows from this forward's buffers.
-        const LayerKv& in = p.kv_in->layers[l];
-        const size_t after = (size_t)pe * kvd;
-        const kernels::KvSegment segs[3] = {
-            {in.k.data(), in.v.data(), (size_t)pb},
-            {ks, vs, (size_t)(pe - pb)},
-            {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
-        kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head,
-                                   c.n_kv_head, hd, scale, &att[(size_t)rb * qd], qd);
+// Moves x from layout `lay` to `next` at layer l: sequences whose partial layers end here grow to
+// every token, the rows they did not compute taken from their cached hidden state at l.
+void Rejoin(const std::vector<SeqView>& seqs, const Layout& lay, const Layout& next, int l, int d,
+            Buffers& buf) {
+  float* nx = GrowTo(buf.sc->nx, static_cast<size_t>(next.rows) * d);  // [next rows, d]
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (int p = next.pos_begin[s]; p < next.pos_end[s]; ++p) {
+      float* dst = &nx[static_cast<size_t>(next.row_begin[s] + p - next.pos_begin[s]) * d];
+      if (p >= lay.pos_begin[s] && p < lay.pos_end[s]) {
+        CopyRows(dst, &buf.x[static_cast<size_t>(lay.row_begin[s] + p - lay.pos_begin[s]) * d], 1,
+                 d);
       } else {
-        kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head,
-                           hd, scale, &att[(size_t)rb * qd], qd);
-      }
-      st.attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
-      if (p.kv_out && l < p.capture_kv_layers) {
-        LayerKv& out = p.kv_out->layers[l];
-        out.k.resize(static_cast<size_t>(n) * kvd);
-        out.v.resize(static_cast<size_t>(n) * kvd);
-        CopyRows(&out.k[(size_t)pb * kvd], &k[(size_t)rb * kvd], pe - pb, kvd);
-        CopyRows(&out.v[(size_t)pb * kvd], &v[(size_t)rb * kvd], pe - pb, kvd);
+        CopyRows(dst, &seqs[s].plan->kv_in->hidden[l][static_cast<size_t>(p) * d], 1, d);
       }
     }
-    Project(w.wo, att, R, h, &st);
-    ParallelRows(R, [&](int b, int e) {
-      kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d);
-    });
-
-    // ---- feed-forward block (SwiGLU) ----
-    ParallelRows(R, [&](int b, int e) {
-      kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d,
-                       c.rms_eps);
-    });
-    Project(w.w_gate, h, R, gate, &st);
-    Project(w.w_up, h, R, up, &st);
-    ParallelRows(R, [&](int b, int e) {
-      kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff],
-                      (size_t)(e - b) * ff);
-    });
-    Project(w.w_down, gate, R, h, &st);
-    ParallelRows(R, [&](int b, int e) {
-      kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d);
-    });
   }
+  std::copy_n(nx, static_cast<size_t>(next.rows) * d, buf.x);
+}
 
-  // ---- capture the last layer's output if asked (hidden[n_layer]) ----
+// Copies the computed rows of x (layer `slot`'s input, or the last layer's output at n_layer)
+// into kv_out->hidden[slot] of every sequence that captures it.
+void CaptureHidden(const std::vector<SeqView>& seqs, const Layout& lay, int slot, int d,
+                   const float* x) {
   for (size_t s = 0; s < seqs.size(); ++s) {
     const SeqPlan& p = *seqs[s].plan;
-    if (!p.kv_out || p.capture_hidden_max < c.n_layer) continue;
-    auto& dst = p.kv_out->hidden[c.n_layer];
+    if (!p.kv_out || slot < 1 || slot > p.capture_hidden_max) continue;
+    auto& dst = p.kv_out->hidden[slot];
     dst.resize(static_cast<size_t>(seqs[s].n) * d);
-    CopyRows(&dst[(size_t)lay.pos_begin[s] * d], &x[(size_t)lay.row_begin[s] * d],
-             lay.pos_end[s] - lay.pos_begin[s], d);
+    CopyRows(&dst[static_cast<size_t>(lay.pos_begin[s]) * d],
+             &x[static_cast<size_t>(lay.row_begin[s]) * d], lay.pos_end[s] - lay.pos_begin[s], d);
   }
+}
 
-  // ---- output head on the requested rows only ----
+// h = RMSNorm(x); q, k, v = projections of h (+ bias), RoPE applied to q and k.
+void ProjectQkv(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf,
+                ForwardStats* st) {
+  const int d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  float *x = buf.x, *h = buf.h, *q = buf.q, *k = buf.k, *v = buf.v;
+  ParallelRows(R, [&](int b, int e) {
+    kernels::RmsNorm(&x[(size_t)b * d], w.attn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps);
+  });
+  if (w.fused_qkv) {
+    float* qkv = GrowTo(buf.sc->qkv,
+                        static_cast<size_t>(R) * (qd + 2 * kvd));  // [rows, q+2kv] fused Dream form
+    Project(w.wqkv, h, R, qkv, st);
+    const int W = qd + 2 * kvd;
+    ParallelRows(R, [&](int b, int e) {
+      for (int r = b; r < e; ++r) {
+        CopyRows(&q[(size_t)r * qd], &qkv[(size_t)r * W], 1, qd);
+        CopyRows(&k[(size_t)r * kvd], &qkv[(size_t)r * W + qd], 1, kvd);
+        CopyRows(&v[(size_t)r * kvd], &qkv[(size_t)r * W + qd + kvd], 1, kvd);
+      }
+    });
+  } else {
+    Project(w.wq, h, R, q, st);
+    Project(w.wk, h, R, k, st);
+    Project(w.wv, h, R, v, st);
+  }
+  if (!w.bq.empty()) {
+    ParallelRows(R, [&](int b, int e) {
+      kernels::AddBiasRows(&q[(size_t)b * qd], w.bq.data(), e - b, qd);
+      kernels::AddBiasRows(&k[(size_t)b * kvd], w.bk.data(), e - b, kvd);
+      kernels::AddBiasRows(&v[(size_t)b * kvd], w.bv.data(), e - b, kvd);
+    });
+  }
+  ParallelRows(R, [&](int b, int e) {
+    kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &buf.pos[b], c.rope_base,
+                  c.rope_layout);
+    kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &buf.pos[b], c.rope_base,
+                  c.rope_layout);
+  });
+}
+
+// att = attention of each sequence's computed rows over all its tokens at layer l; captures the
+// computed rows' K/V where asked.
+void AttendSequences(const ModelConfig& c, const std::vector<SeqView>& seqs, const Layout& lay,
+                     int l, Buffers& buf, ForwardStats* st) {
+  const int qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  const float *q = buf.q, *k = buf.k, *v = buf.v;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const SeqPlan& p = *seqs[s].plan;
+    const int n = seqs[s].n, pb = lay.pos_begin[s], pe = lay.pos_end[s], rb = lay.row_begin[s];
+    const float* ks = &k[(size_t)rb * kvd];
+    const float* vs = &v[(size_t)rb * kvd];
+    if (pe - pb != n) {
+      // Partial layer: the cached rows before and after the computed range are read where they
+      // lie in the sequence's K/V ([n, kvd]), the computed rows from this forward's buffers.
+      const LayerKv& in = p.kv_in->layers[l];
+      const size_t after = (size_t)pe * kvd;
+      const kernels::KvSegment segs[3] = {
+          {in.k.data(), in.v.data(), (size_t)pb},
+          {ks, vs, (size_t)(pe - pb)},
+          {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
+      kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head, c.n_kv_head,
+                                 hd, scale, &buf.att[(size_t)rb * qd], qd);
+    } else {
+      kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head,
+                         hd, scale, &buf.att[(size_t)rb * qd], qd);
+    }
+    st->attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
+    if (p.kv_out && l < p.capture_kv_layers) {
+      LayerKv& out = p.kv_out->layers[l];
+      out.k.resize(static_cast<size_t>(n) * kvd);
+      out.v.resize(static_cast<size_t>(n) * kvd);
+      CopyRows(&out.k[(size_t)pb * kvd], &k[(size_t)rb * kvd], pe - pb, kvd);
+      CopyRows(&out.v[(size_t)pb * kvd], &v[(size_t)rb * kvd], pe - pb, kvd);
+    }
+  }
+}
+
+// x += W_down(SwiGLU(W_gate h, W_up h)) with h = RMSNorm(x).
+void FeedForward(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf,
+                 ForwardStats* st) {
+  const int d = c.d_model, ff = c.d_ff;
+  float *x = buf.x, *h = buf.h, *gate = buf.gate, *up = buf.up;
+  ParallelRows(R, [&](int b, int e) {
+    kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps);
+  });
+  Project(w.w_gate, h, R, gate, st);
+  Project(w.w_up, h, R, up, st);
+  ParallelRows(R, [&](int b, int e) {
+    kernels::SwiGlu(&gate[(size_t)b * ff], &up[(size_t)b * ff], &gate[(size_t)b * ff],
+                    (size_t)(e - b) * ff);
+  });
+  Project(w.w_down, gate, R, h, st);
+  ParallelRows(R, [&](int b, int e) {
+    kernels::AddInPlace(&x[(size_t)b * d], &h[(size_t)b * d], (size_t)(e - b) * d);
+  });
+}
+
+// One transformer layer over layout `lay` (already rejoined for layer l).
+void RunLayer(const Model& model, const std::vector<SeqView>& seqs, const Layout& lay, int l,
+              Buffers& buf, ForwardStats* st) {
+  const ModelConfig& c = model.config();
+  const LayerWeights& w = model.layers()[l];
+  const int d = c.d_model, R = lay.rows;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (int p = lay.pos_begin[s]; p < lay.pos_end[s]; ++p)
+      buf.pos[lay.row_begin[s] + p - lay.pos_begin[s]] = p;
+  }
+  CaptureHidden(seqs, lay, l, d, buf.x);
+  st->token_layers += R;
+
+  // ---- attention block ----
+  ProjectQkv(c, w, R, buf, st);
+  AttendSequences(c, seqs, lay, l, buf, st);
+  Project(w.wo, buf.att, R, buf.h, st);
+  ParallelRows(R, [&](int b, int e) {
+    kernels::AddInPlace(&buf.x[(size_t)b * d], &buf.h[(size_t)b * d], (size_t)(e - b) * d);
+  });
+
+  // ---- feed-forward block (SwiGLU) ----
+  FeedForward(c, w, R, buf, st);
+}
+
+// The output head on the requested rows only: RMSNorm, then the vocabulary projection into each
+// plan's logits buffer.
+void OutputHead(const Model& model, const std::vector<SeqView>& seqs, const Layout& lay,
+                Buffers& buf, ForwardStats* st) {
+  const ModelConfig& c = model.config();
+  const int d = c.d_model;
   int out_rows = 0;
   for (const SeqView& s : seqs) out_rows += std::max(0, s.plan->logits_end - s.plan->logits_begin);
-  if (out_rows > 0) {
-    float* sel = GrowTo(sc.sel, static_cast<size_t>(out_rows) * d);  // [out_rows, d]
-    // [out_rows, V]: one sequence's rows go straight into its own buffer (at a real vocabulary and
-    // a whole canvas that is hundreds of MB not held twice); several sequences are stacked first.
-    const SeqView* single = nullptr;
-    for (const SeqView& s : seqs) {
-      if (s.plan->logits_end > s.plan->logits_begin) single = single ? nullptr : &s;
-    }
-    const bool direct = single != nullptr && seqs.size() == 1;
-    float* logits = direct ? single->plan->logits
-                           : GrowTo(sc.logits, static_cast<size_t>(out_rows) * c.n_vocab);
-    int r = 0;
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      const SeqPlan& p = *seqs[s].plan;
-      for (int i = p.logits_begin; i < p.logits_end; ++i, ++r) {
-        CopyRows(&sel[(size_t)r * d], &x[(size_t)(lay.row_begin[s] + i - lay.pos_begin[s]) * d], 1,
-                 d);
-      }
-    }
-    ParallelRows(out_rows, [&](int b, int e) {
-      kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b,
-                       d, c.rms_eps);
-    });
-    Project(model.output(), sel, out_rows, logits, &st);
-    r = 0;
-    for (const SeqView& s : seqs) {
-      if (direct) break;
-      const SeqPlan& p = *s.plan;
-      const int rows = std::max(0, p.logits_end - p.logits_begin);
-      if (rows > 0) CopyRows(p.logits, &logits[(size_t)r * c.n_vocab], rows, c.n_vocab);
-      r += rows;
+  if (out_rows == 0) return;
+  float* sel = GrowTo(buf.sc->sel, static_cast<size_t>(out_rows) * d);  // [out_rows, d]
+  // [out_rows, V]: one sequence's rows go straight into its own buffer (at a real vocabulary and
+  // a whole canvas that is hundreds of MB not held twice); several sequences are stacked first.
+  const SeqView* single = nullptr;
+  for (const SeqView& s : seqs) {
+    if (s.plan->logits_end > s.plan->logits_begin) single = single ? nullptr : &s;
+  }
+  const bool direct = single != nullptr && seqs.size() == 1;
+  float* logits = direct ? single->plan->logits
+                         : GrowTo(buf.sc->logits, static_cast<size_t>(out_rows) * c.n_vocab);
+  int r = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const SeqPlan& p = *seqs[s].plan;
+    for (int i = p.logits_begin; i < p.logits_end; ++i, ++r) {
+      CopyRows(&sel[(size_t)r * d], &buf.x[(size_t)(lay.row_begin[s] + i - lay.pos_begin[s]) * d],
+               1, d);
     }
   }
+  ParallelRows(out_rows, [&](int b, int e) {
+    kernels::RmsNorm(&sel[(size_t)b * d], model.output_norm().data(), &sel[(size_t)b * d], e - b, d,
+                     c.rms_eps);
+  });
+  Project(model.output(), sel, out_rows, logits, st);
+  if (direct) return;
+  r = 0;
+  for (const SeqView& s : seqs) {
+    const SeqPlan& p = *s.plan;
+    const int rows = std::max(0, p.logits_end - p.logits_begin);
+    if (rows > 0) CopyRows(p.logits, &logits[(size_t)r * c.n_vocab], rows, c.n_vocab);
+    r += rows;
+  }
+}
+
+}  // namespace
+
+void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* stats_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelConfig& c = model.config();
+  const std::vector<SeqView> seqs = Validate(c, plans);
+  ForwardStats st;
+  int max_rows = 0;
+  for (const SeqView& v : seqs) max_rows += v.n;
+  thread_local Scratch sc;
+  Buffers buf = GrowBuffers(c, static_cast<size_t>(max_rows), &sc);
+
+  Layout lay = MakeLayout(seqs, 0);
+  Embed(model, seqs, lay, buf.x);
+  for (int l = 0; l < c.n_layer; ++l) {
+    Layout next = MakeLayout(seqs, l);
+    if (next.rows != lay.rows) Rejoin(seqs, lay, next, l, c.d_model, buf);
+    lay = std::move(next);
+    RunLayer(model, seqs, lay, l, buf, &st);
+  }
+  CaptureHidden(seqs, lay, c.n_layer, c.d_model, buf.x);  // the last layer's output, if asked
+  OutputHead(model, seqs, lay, buf, &st);
+
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (stats_out) {
     stats_out->token_layers += st.token_layers;

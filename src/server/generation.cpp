@@ -74,12 +74,11 @@ struct Shared {
   engine::RequestCallbacks Callbacks(const std::shared_ptr<Shared>& self, bool stream) {
     engine::RequestCallbacks cb;
     if (stream) {
-      cb.on_step = [self](const engine::Request& r) {
-        const auto& dn = r.denoiser();
-        // Positions left of committed_prefix() never change again; clip at the stop token.
-        const size_t n = static_cast<size_t>(std::min(dn.committed_prefix(), dn.answer_length()));
+      cb.on_step = [self](const engine::StepEvent& e) {
+        // Only the final part of the canvas is streamed: it never changes again.
+        const size_t n = static_cast<size_t>(e.final_length);
         std::lock_guard<std::mutex> l(self->m);
-        for (size_t i = self->tokens.size(); i < n; ++i) self->tokens.push_back(dn.canvas()[i]);
+        for (size_t i = self->tokens.size(); i < n; ++i) self->tokens.push_back(e.canvas[i]);
         self->cv.notify_all();
       };
     }
