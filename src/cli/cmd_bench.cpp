@@ -25,10 +25,10 @@
 
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
-#include "engine/bench_workload.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
-#include "engine/suite.h"
+#include "harness/bench_workload.h"
+#include "harness/suite.h"
 #include "kernels/matmul.h"
 #include "util/error.h"
 
@@ -89,8 +89,9 @@ struct Summary {
   }
 };
 
-Summary Summarize(const Mode& m, const Mode& ref, const engine::Workload& w,
-                  const std::vector<engine::SuiteSample>& suite, const std::vector<size_t>& which) {
+Summary Summarize(const Mode& m, const Mode& ref, const harness::Workload& w,
+                  const std::vector<harness::SuiteSample>& suite,
+                  const std::vector<size_t>& which) {
   Summary s;
   for (size_t i : which) {
     const engine::RequestResult& r = m.results[i];
@@ -255,7 +256,7 @@ void WriteSvg(const std::string& path, const std::vector<Point>& points,
 }
 
 // Mean prefix ratio of the workload's groups in one band (the same for every mode).
-double BandRatio(const engine::Workload& w, const std::string& band) {
+double BandRatio(const harness::Workload& w, const std::string& band) {
   double sum = 0;
   int n = 0;
   for (const auto& g : w.groups) {
@@ -292,7 +293,7 @@ Runner AddBench(CLI::App& app) {
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = engine::DefaultSuitePath();
+  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
   cmd->add_option("--prefixes", o->prefixes,
@@ -346,27 +347,27 @@ Runner AddBench(CLI::App& app) {
     engine::RequestOptions base;
     base.sampler = sf.Sampler();
     base.refresh_interval = sf.refresh;
-    const engine::WorkloadOptions wo{o->prefixes, o->per_prefix,
-                                     engine::ParseRequestOrder(o->order),
-                                     engine::ParseRatioBand(o->band)};
+    const harness::WorkloadOptions wo{o->prefixes, o->per_prefix,
+                                      harness::ParseRequestOrder(o->order),
+                                      harness::ParseRatioBand(o->band)};
 
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
     const auto& cfg = lm->model().config();
     base.sampler.stop_ids = lm->stop_ids();
-    const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
-    const std::vector<std::string> families = engine::Families(suite);
+    const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
+    const std::vector<std::string> families = harness::Families(suite);
 
     // Prompts and prefix ratios (r = prefix / (prompt + canvas), the depth table's definition).
     std::vector<engine::Prompt> prompts;
     std::vector<double> ratios;
     for (const auto& s : suite) {
-      prompts.push_back(engine::SamplePrompt(*lm, s));
+      prompts.push_back(harness::SamplePrompt(*lm, s));
       const int n = static_cast<int>(prompts.back().tokens.size()) + base.sampler.gen_length;
       const int p = prompts.back().prefix_len;
       ratios.push_back(p > 0 && n <= cfg.context_length ? static_cast<double>(p) / n : -1.0);
     }
-    const engine::Workload w = engine::BuildWorkload(suite, ratios, wo);
+    const harness::Workload w = harness::BuildWorkload(suite, ratios, wo);
 
     const engine::DepthTable table = lm->LoadDepthTable();
     if (table.empty()) WarnNoDepthTable(lm->depth_table_path());
@@ -396,12 +397,12 @@ Runner AddBench(CLI::App& app) {
     }
     const auto t_start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < N; ++i) {
-      const engine::SuiteSample& sample = suite[w.requests[i].sample];
+      const harness::SuiteSample& sample = suite[w.requests[i].sample];
       std::fprintf(stderr, "[%zu/%zu] %s (prefix %s, r=%.2f)", i + 1, N, sample.id.c_str(),
                    w.groups[w.requests[i].group].key.c_str(), ratios[w.requests[i].sample]);
       for (auto& m : modes) {
         engine::RequestResult r = m.engine->Run(request_for(i, m.cache));
-        m.correct.push_back(engine::IsCorrect(sample, lm->Detokenize(r.answer)));
+        m.correct.push_back(harness::IsCorrect(sample, lm->Detokenize(r.answer)));
         std::fprintf(stderr, "  %s %.2fs", m.name.c_str(), r.seconds);
         m.results.push_back(std::move(r));
       }
@@ -435,7 +436,7 @@ Runner AddBench(CLI::App& app) {
       j["prefix_builds"] = cs.prefix_builds;
       j["cache_bytes"] = cs.total.bytes_used;
       j["cache_entries"] = cs.total.entries;
-      if (wo.band == engine::RatioBand::kSweep) {
+      if (wo.band == harness::RatioBand::kSweep) {
         json bands = json::object();
         for (const char* band : {"short", "long"}) {
           std::vector<size_t> idx;
@@ -532,8 +533,8 @@ Runner AddBench(CLI::App& app) {
                      {"prefixes", o->prefixes},
                      {"per_prefix", o->per_prefix},
                      {"requests", N},
-                     {"order", engine::RequestOrderName(wo.order)},
-                     {"ratio_band", engine::RatioBandName(wo.band)},
+                     {"order", harness::RequestOrderName(wo.order)},
+                     {"ratio_band", harness::RatioBandName(wo.band)},
                      {"gen_length", base.sampler.gen_length},
                      {"steps", base.sampler.steps},
                      {"block_length", base.sampler.block_length},
@@ -548,7 +549,7 @@ Runner AddBench(CLI::App& app) {
     // ---- stdout table ----
     std::printf("%zu requests (%zu prefixes x %d), gen %d, steps %d, block %d, %s; model %s\n", N,
                 w.groups.size(), o->per_prefix, base.sampler.gen_length, base.sampler.steps,
-                base.sampler.block_length, engine::RequestOrderName(wo.order), lm->path().c_str());
+                base.sampler.block_length, harness::RequestOrderName(wo.order), lm->path().c_str());
     std::printf("%-14s %9s %7s %7s %7s %8s %10s %6s %6s %5s %9s %5s", "mode", "tok/s", "x none",
                 "x dual", "req/s", "fwd/req", "Ktok-lay", "acc", "agree", "hit", "cache MB",
                 "depth");
@@ -577,7 +578,7 @@ Runner AddBench(CLI::App& app) {
       }
       std::printf("\n");
     }
-    if (wo.band == engine::RatioBand::kSweep) {
+    if (wo.band == harness::RatioBand::kSweep) {
       std::printf("ratio sweep: tok/s, x none, mean depth per band (short r=%.2f, long r=%.2f)\n",
                   BandRatio(w, "short"), BandRatio(w, "long"));
       for (const auto& m : modes) {

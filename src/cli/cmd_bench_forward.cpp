@@ -12,7 +12,7 @@
 // the attention kernel alone at n; the rest of the forward (norms, RoPE, SwiGLU, residuals,
 // embedding, copies) is the remainder.
 //
-// Without -m the model is synthetic (engine/synthetic_model.h): llada, d 1024, 16 heads x 64,
+// Without -m the model is synthetic (harness/synthetic_model.h): llada, d 1024, 16 heads x 64,
 // d_ff 2816, 4 layers, vocab 2048, BF16 matrices, each adjustable with --synthetic-*.
 #include <omp.h>
 
@@ -29,7 +29,7 @@
 
 #include "cli/commands.h"
 #include "cli/tokenize_input.h"
-#include "engine/synthetic_model.h"
+#include "harness/synthetic_model.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
@@ -204,7 +204,7 @@ Runner AddBenchForward(CLI::App& app) {
     std::string model, tokens = "128,512,1024", json, type = "bf16";
     int repeats = 5, threads = 0, logit_rows = 0, gemm_iters = 10;
     bool no_breakdown = false;
-    engine::SyntheticSpec spec;
+    harness::SyntheticSpec spec;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->model,
@@ -247,11 +247,11 @@ Runner AddBenchForward(CLI::App& app) {
     std::unique_ptr<model::Model> m;
     const auto t_load = Clock::now();
     if (o->model.empty()) {
-      engine::SyntheticSpec spec = o->spec;
+      harness::SyntheticSpec spec = o->spec;
       spec.matrix_type = ParseMatrixType(o->type);
       spec.context_length =
           std::max(spec.context_length, *std::max_element(lengths.begin(), lengths.end()));
-      m = engine::MakeSyntheticLlada(spec);
+      m = harness::MakeSyntheticLlada(spec);
     } else {
       m = model::Model::Load(o->model);
     }

@@ -41,10 +41,10 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "engine/bench_workload.h"
 #include "engine/cache_mode.h"
 #include "engine/loaded_model.h"
-#include "engine/suite.h"
+#include "harness/bench_workload.h"
+#include "harness/suite.h"
 #include "server/httplib_wrap.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -143,7 +143,7 @@ Runner AddBenchServe(CLI::App& app) {
     uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = engine::DefaultSuitePath();
+  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--url", o->url,
@@ -223,22 +223,23 @@ Runner AddBenchServe(CLI::App& app) {
 
     // ---- the request stream: the suite's prefixes as system messages ----
     auto lm = engine::LoadedModel::Load(o->model);
-    const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
+    const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     std::vector<double> ratios;
     const int ctx = lm->model().config().context_length;
     for (const auto& s : suite) {
-      const engine::Prompt p = engine::SamplePrompt(*lm, s);
+      const engine::Prompt p = harness::SamplePrompt(*lm, s);
       const int n = static_cast<int>(p.tokens.size()) + o->max_tokens;
       ratios.push_back(p.prefix_len > 0 && n <= ctx ? static_cast<double>(p.prefix_len) / n : -1.0);
     }
-    const engine::Workload w = engine::BuildWorkload(
-        suite, ratios,
-        {o->prefixes, o->per_prefix, engine::RequestOrder::kInterleaved, engine::RatioBand::kAll});
+    const harness::Workload w =
+        harness::BuildWorkload(suite, ratios,
+                               {o->prefixes, o->per_prefix, harness::RequestOrder::kInterleaved,
+                                harness::RatioBand::kAll});
     std::vector<std::string> bodies;  // without the cache field
     double mean_prompt = 0, mean_prefix = 0;
     for (const auto& r : w.requests) {
       const auto& s = suite[r.sample];
-      const engine::Prompt p = engine::SamplePrompt(*lm, s);
+      const engine::Prompt p = harness::SamplePrompt(*lm, s);
       mean_prompt += p.tokens.size();
       mean_prefix += p.prefix_len;
       json b = {{"messages", json::array({{{"role", "system"}, {"content", s.prefix}},

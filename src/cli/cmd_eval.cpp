@@ -22,14 +22,14 @@
 #include "cli/sampling_flags.h"
 #include "engine/engine.h"
 #include "engine/loaded_model.h"
-#include "engine/suite.h"
+#include "harness/suite.h"
 #include "util/error.h"
 
 namespace bicache::cli {
 namespace {
 
 struct Outcome {
-  const engine::SuiteSample* sample = nullptr;
+  const harness::SuiteSample* sample = nullptr;
   std::string answer, error;
   bool correct = false;
   engine::RequestResult r;
@@ -51,10 +51,10 @@ std::vector<std::string> SplitList(const std::string& text, const char* flag) {
 
 // The samples to run, in file order: the first `limit` of each family (0 = all), restricted to
 // `families` when given (each must exist in the suite).
-std::vector<const engine::SuiteSample*> Select(const std::vector<engine::SuiteSample>& suite,
-                                               int limit,
-                                               const std::vector<std::string>& families) {
-  const std::vector<std::string> known = engine::Families(suite);
+std::vector<const harness::SuiteSample*> Select(const std::vector<harness::SuiteSample>& suite,
+                                                int limit,
+                                                const std::vector<std::string>& families) {
+  const std::vector<std::string> known = harness::Families(suite);
   for (const std::string& f : families) {
     if (std::find(known.begin(), known.end(), f) == known.end()) {
       std::string list;
@@ -64,7 +64,7 @@ std::vector<const engine::SuiteSample*> Select(const std::vector<engine::SuiteSa
     }
   }
   std::map<std::string, int> taken;
-  std::vector<const engine::SuiteSample*> out;
+  std::vector<const harness::SuiteSample*> out;
   for (const auto& s : suite) {
     if (!families.empty() &&
         std::find(families.begin(), families.end(), s.family) == families.end())
@@ -81,7 +81,7 @@ std::vector<const engine::SuiteSample*> Select(const std::vector<engine::SuiteSa
 Runner AddEval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Accuracy and speed of a model on a task suite");
   struct Opts {
-    std::string model, suite = engine::DefaultSuitePath(), families, json;
+    std::string model, suite = harness::DefaultSuitePath(), families, json;
     int limit = 0, threads = 0, batch = 1;
     SamplingFlags s;
   };
@@ -108,8 +108,8 @@ Runner AddEval(CLI::App& app) {
     base.refresh_interval = o->s.refresh;
     const std::vector<std::string> families =
         o->families.empty() ? std::vector<std::string>{} : SplitList(o->families, "--families");
-    const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
-    const std::vector<const engine::SuiteSample*> selected = Select(suite, o->limit, families);
+    const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
+    const std::vector<const harness::SuiteSample*> selected = Select(suite, o->limit, families);
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
     const model::ModelConfig& cfg = lm->model().config();
@@ -143,9 +143,9 @@ Runner AddEval(CLI::App& app) {
     while (next < selected.size() || !running.empty()) {
       while (next < selected.size() && static_cast<int>(running.size()) < o->batch) {
         const size_t i = next++;
-        const engine::SuiteSample* s = selected[i];
+        const harness::SuiteSample* s = selected[i];
         outcomes[i].sample = s;
-        const engine::Prompt prompt = engine::SamplePrompt(*lm, *s);
+        const engine::Prompt prompt = harness::SamplePrompt(*lm, *s);
         const int need = static_cast<int>(prompt.tokens.size()) + base.sampler.gen_length;
         if (need > cfg.context_length) {
           outcomes[i].error = "needs " + std::to_string(need) + " tokens, the context holds " +
@@ -175,7 +175,7 @@ Runner AddEval(CLI::App& app) {
         Outcome& out = outcomes[it->first];
         out.r = it->second->result();
         out.answer = lm->Detokenize(out.r.answer);
-        out.correct = engine::IsCorrect(*out.sample, out.answer);
+        out.correct = harness::IsCorrect(*out.sample, out.answer);
         finish(it->first);
         it = running.erase(it);
       }
@@ -210,7 +210,7 @@ Runner AddEval(CLI::App& app) {
     auto mean = [&](double x) { return ran > 0 ? x / ran : 0.0; };
     auto acc = [](const Tally& t) { return t.n > 0 ? static_cast<double>(t.correct) / t.n : 0.0; };
     const double tok_s = seconds > 0 ? answer_tokens / seconds : 0.0;
-    const std::vector<std::string> fam_order = engine::Families(suite);
+    const std::vector<std::string> fam_order = harness::Families(suite);
     if (ran == 0 && errors > 0) {
       throw Error(ErrorKind::kInvalidArgument,
                   "none of the " + std::to_string(errors) + " samples fits the model's context (" +
