@@ -1,4 +1,4 @@
-// `bicache calibrate`: measures how deep a shared prefix's K/V can be reused (engine/calibrate.h)
+// `bicache calibrate`: measures how deep a shared prefix's K/V can be reused (harness/calibrate.h)
 // and saves the depth table next to the model, where `--cache bicache` finds it.
 //
 // Each sample is the forward a served request would run: chat prompt (system = prefix, user =
@@ -14,9 +14,9 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "engine/calibrate.h"
 #include "engine/loaded_model.h"
-#include "engine/suite.h"
+#include "harness/calibrate.h"
+#include "harness/suite.h"
 #include "util/error.h"
 
 namespace bicache::cli {
@@ -25,7 +25,7 @@ Runner AddCalibrate(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure prefix K/V similarity by layer and save the BiCache depth table");
   struct Opts {
-    std::string model, suite = engine::DefaultSuitePath(), out;
+    std::string model, suite = harness::DefaultSuitePath(), out;
     int limit = 0, bin = 5, gen_length = 32, threads = 0;
     double threshold = 0.97;
   };
@@ -50,19 +50,19 @@ Runner AddCalibrate(CLI::App& app) {
     if (o->bin < 1 || o->bin > 50)
       throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
     ApplyThreads(o->threads);
-    const std::vector<engine::SuiteSample> suite = engine::LoadSuite(o->suite);
+    const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
     const model::ModelConfig& cfg = lm->model().config();
 
-    std::vector<engine::CalibrationSample> samples;
+    std::vector<harness::CalibrationSample> samples;
     std::map<std::string, int> taken;
     int too_long = 0, no_prefix = 0;
-    for (const engine::SuiteSample& s : suite) {
+    for (const harness::SuiteSample& s : suite) {
       if (o->limit > 0 && taken[s.family] >= o->limit) continue;
       taken[s.family]++;
-      const engine::Prompt p = engine::SamplePrompt(*lm, s);
-      engine::CalibrationSample cs;
+      const engine::Prompt p = harness::SamplePrompt(*lm, s);
+      harness::CalibrationSample cs;
       cs.prefix_len = p.prefix_len;
       cs.tokens = p.tokens;
       cs.tokens.resize(p.tokens.size() + o->gen_length, cfg.mask_token_id);
@@ -86,7 +86,7 @@ Runner AddCalibrate(CLI::App& app) {
     }
     const bool tty = isatty(2);
     const engine::DepthTable table =
-        engine::Calibrate(lm->model(), samples, o->threshold, o->bin, [&](size_t i, size_t n) {
+        harness::Calibrate(lm->model(), samples, o->threshold, o->bin, [&](size_t i, size_t n) {
           if (!tty) return;
           std::fprintf(stderr, "\r\033[Kcalibrating %zu/%zu", i, n);
           if (i == n) std::fprintf(stderr, "\r\033[K");

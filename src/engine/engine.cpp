@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "cache/memory_budget.h"
-#include "engine/calibrate.h"
+#include "engine/prefix_similarity.h"
 #include "engine/request_check.h"
 #include "model/forward.h"
 #include "util/error.h"

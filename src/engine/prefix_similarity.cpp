@@ -1,7 +1,9 @@
-#include "engine/calibrate.h"
+// How much a shared prefix's K/V changes when the rest of the request follows it: the measurement
+// behind both the depth table (harness/calibrate.h) and the engine's reuse audit.
+#include "engine/prefix_similarity.h"
 
 #include <cmath>
-#include <map>
+#include <span>
 
 #include "model/forward.h"
 #include "util/error.h"
@@ -58,36 +60,6 @@ std::vector<double> PrefixKvSimilarity(const model::Model& model,
     sim[l] = 0.5 * (k + v);
   }
   return sim;
-}
-
-DepthTable Calibrate(const model::Model& model, const std::vector<CalibrationSample>& samples,
-                     double threshold, int bin_pct,
-                     const std::function<void(size_t, size_t)>& progress) {
-  if (!(threshold > 0 && threshold < 1)) {
-    throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
-  }
-  if (bin_pct < 1 || bin_pct > 50)
-    throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
-  const int L = model.config().n_layer;
-  std::map<int, CalibrationBin> bins;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const CalibrationSample& s = samples[i];
-    const double ratio = static_cast<double>(s.prefix_len) / s.tokens.size();
-    const int bin = static_cast<int>(std::floor(ratio * 100.0 / bin_pct)) * bin_pct;
-    std::vector<double> sim = PrefixKvSimilarity(model, s.tokens, s.prefix_len);
-    CalibrationBin& b = bins[bin];
-    b.ratio_pct = bin;
-    if (b.similarity.empty()) b.similarity.assign(L, 0.0);
-    for (int l = 0; l < L; ++l) b.similarity[l] += sim[l];
-    b.samples++;
-    if (progress) progress(i + 1, samples.size());
-  }
-  std::vector<CalibrationBin> out;
-  for (auto& [r, b] : bins) {
-    for (double& v : b.similarity) v /= b.samples;
-    out.push_back(b);
-  }
-  return DepthTable::FromBins(std::move(out), threshold, L);
 }
 
 }  // namespace bicache::engine

@@ -13,7 +13,7 @@
 #include "format/gguf.h"
 #include "model/weights.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 
 struct SyntheticSpec {
   int d_model = 1024;
@@ -35,4 +35,4 @@ struct SyntheticSpec {
 // tensors, the file image, and GgufFile::FromBytes' copy, which the model keeps); ~1 s per 100 MB.
 std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& spec);
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

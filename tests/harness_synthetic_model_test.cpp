@@ -5,11 +5,11 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/synthetic_model.h"
+#include "harness/synthetic_model.h"
 #include "model/forward.h"
 #include "util/error.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 SyntheticSpec Tiny() {
@@ -24,7 +24,7 @@ SyntheticSpec Tiny() {
   return s;
 }
 
-TEST(EngineSyntheticModel, ConfigMatchesTheSpec) {
+TEST(HarnessSyntheticModel, ConfigMatchesTheSpec) {
   const SyntheticSpec s = Tiny();
   auto m = MakeSyntheticLlada(s);
   const model::ModelConfig& c = m->config();
@@ -44,7 +44,7 @@ TEST(EngineSyntheticModel, ConfigMatchesTheSpec) {
   EXPECT_EQ(m->output().out(), static_cast<size_t>(s.n_vocab));
 }
 
-TEST(EngineSyntheticModel, ForwardGivesFiniteLogitsOfTheRightShape) {
+TEST(HarnessSyntheticModel, ForwardGivesFiniteLogitsOfTheRightShape) {
   auto m = MakeSyntheticLlada(Tiny());
   const int V = m->config().n_vocab;
   const std::vector<int32_t> toks = {1, 5, 7, 49, 0, 3, 3, 12, 30};
@@ -71,7 +71,7 @@ TEST(EngineSyntheticModel, ForwardGivesFiniteLogitsOfTheRightShape) {
   EXPECT_GT(st.attention_flops, 0);
 }
 
-TEST(EngineSyntheticModel, SameSeedSameWeightsAndQuantisedTypesLoad) {
+TEST(HarnessSyntheticModel, SameSeedSameWeightsAndQuantisedTypesLoad) {
   SyntheticSpec s = Tiny();
   auto a = MakeSyntheticLlada(s), b = MakeSyntheticLlada(s);
   std::vector<float> ea(s.d_model), eb(s.d_model);
@@ -82,7 +82,7 @@ TEST(EngineSyntheticModel, SameSeedSameWeightsAndQuantisedTypesLoad) {
   EXPECT_EQ(MakeSyntheticLlada(s)->config().d_model, s.d_model);
 }
 
-TEST(EngineSyntheticModel, InconsistentSpecIsAnInvalidArgument) {
+TEST(HarnessSyntheticModel, InconsistentSpecIsAnInvalidArgument) {
   SyntheticSpec s = Tiny();
   s.n_head = 5;  // 64 is not a multiple of 5
   try {
@@ -94,4 +94,4 @@ TEST(EngineSyntheticModel, InconsistentSpecIsAnInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace bicache::engine
+}  // namespace bicache::harness

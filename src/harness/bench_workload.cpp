@@ -1,11 +1,11 @@
-#include "engine/bench_workload.h"
+#include "harness/bench_workload.h"
 
 #include <algorithm>
 #include <map>
 
 #include "util/error.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 // Picks `want` groups from `pool` (indices into `groups`): round-robin over families, evenly
@@ -189,4 +189,4 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
   return w;
 }
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

@@ -1,4 +1,4 @@
-#include "engine/suite.h"
+#include "harness/suite.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "util/error.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 std::string Trim(const std::string& s) {
@@ -79,7 +79,7 @@ std::string DefaultSuitePath() {
   return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout.jsonl";
 }
 
-Prompt SamplePrompt(const LoadedModel& model, const SuiteSample& sample) {
+engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample) {
   return model.ChatPrompt({{"system", sample.prefix}, {"user", sample.prompt}});
 }
 
@@ -101,4 +101,4 @@ std::vector<std::string> Families(const std::vector<SuiteSample>& samples) {
   return fams;
 }
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

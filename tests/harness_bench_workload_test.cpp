@@ -6,10 +6,10 @@
 #include <set>
 #include <vector>
 
-#include "engine/bench_workload.h"
+#include "harness/bench_workload.h"
 #include "util/error.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 // A synthetic suite: `groups_per_family` prefix groups per family, `per_group` samples each,
@@ -163,4 +163,4 @@ TEST(BenchWorkload, ParsesFlags) {
 }
 
 }  // namespace
-}  // namespace bicache::engine
+}  // namespace bicache::harness

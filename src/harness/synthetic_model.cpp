@@ -1,4 +1,4 @@
-#include "engine/synthetic_model.h"
+#include "harness/synthetic_model.h"
 
 #include <cmath>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 using format::TensorType;
@@ -93,4 +93,4 @@ std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& s) {
   return model::Model::FromFile(format::GgufFile::FromBytes(bytes));
 }
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

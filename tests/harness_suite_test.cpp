@@ -1,12 +1,12 @@
-// engine::IsCorrect, the score `bicache eval` and `bicache bench` report: exact match for plain
+// harness::IsCorrect, the score `bicache eval` and `bicache bench` report: exact match for plain
 // answers, the integer after "####" for arith, the text after "####" for worked answers.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "engine/suite.h"
+#include "harness/suite.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 namespace {
 
 SuiteSample Sample(const std::string& family, const std::string& answer) {
@@ -44,4 +44,4 @@ TEST(SuiteScore, WorkedAnswersCompareTheTextAfterTheLastMarker) {
 }
 
 }  // namespace
-}  // namespace bicache::engine
+}  // namespace bicache::harness

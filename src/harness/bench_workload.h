@@ -27,9 +27,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/suite.h"
+#include "harness/suite.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 
 enum class RequestOrder { kInterleaved, kGrouped };
 enum class RatioBand { kAll, kShort, kLong, kSweep };
@@ -73,4 +73,4 @@ struct Workload {
 Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const double> ratios,
                        const WorkloadOptions& options);
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

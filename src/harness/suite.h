@@ -7,7 +7,7 @@
 
 #include "engine/loaded_model.h"
 
-namespace bicache::engine {
+namespace bicache::harness {
 
 struct SuiteSample {
   std::string id, family, prefix, prompt, answer, prefix_id;
@@ -19,7 +19,7 @@ std::vector<SuiteSample> LoadSuite(const std::string& path);
 std::string DefaultSuitePath();
 // The chat prompt of a sample: system = its prefix, user = its prompt; the prefix boundary is
 // everything before the user turn.
-Prompt SamplePrompt(const LoadedModel& model, const SuiteSample& sample);
+engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample);
 // Exact match after trimming; `arith` compares the integer after the last "####"; a worked answer
 // of another family (one holding "####", e.g. rule's "rule T. #### OUTPUT") compares the trimmed
 // text after the last "####", so the rationale before it is not scored.
@@ -27,4 +27,4 @@ bool IsCorrect(const SuiteSample& sample, const std::string& answer_text);
 // Families in first-appearance order.
 std::vector<std::string> Families(const std::vector<SuiteSample>& samples);
 
-}  // namespace bicache::engine
+}  // namespace bicache::harness

@@ -1,0 +1,114 @@
+#include "harness/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "kernels/matmul.h"
+
+namespace bicache::harness {
+namespace {
+
+// The prompts' mean sequence length decides the reference GEMM's m.
+GemmReference MeasureGemmReference(const BenchReport& report,
+                                   const std::vector<engine::Prompt>& prompts,
+                                   const model::ModelConfig& cfg) {
+  const Workload& w = report.workload;
+  const size_t N = w.requests.size();
+  double mean_tokens = 0;
+  for (size_t i = 0; i < N; ++i)
+    mean_tokens +=
+        prompts[w.requests[i].sample].tokens.size() + report.options.base.sampler.gen_length;
+  mean_tokens /= std::max<size_t>(N, 1);
+  GemmReference g;
+  g.m = std::max<size_t>(1, static_cast<size_t>(mean_tokens + 0.5));
+  g.n = cfg.d_ff, g.k = cfg.d_model;
+  const double gemm_flop = 2.0 * g.m * g.n * g.k;
+  const int iters = static_cast<int>(std::clamp(4e9 / gemm_flop, 3.0, 500.0));
+  g.gflops = kernels::MeasureGemmGflops(g.m, g.n, g.k, iters);
+  return g;
+}
+
+}  // namespace
+
+BenchReport RunBench(BenchOptions options, const engine::LoadedModel& lm) {
+  BenchReport report;
+  const auto& cfg = lm.model().config();
+  engine::RequestOptions& base = options.base;
+  base.sampler.stop_ids = lm.stop_ids();
+  report.suite = LoadSuite(options.suite);
+  report.families = Families(report.suite);
+  const std::vector<SuiteSample>& suite = report.suite;
+
+  // Prompts and prefix ratios (r = prefix / (prompt + canvas), the depth table's definition).
+  std::vector<engine::Prompt> prompts;
+  for (const auto& s : suite) {
+    prompts.push_back(SamplePrompt(lm, s));
+    const int n = static_cast<int>(prompts.back().tokens.size()) + base.sampler.gen_length;
+    const int p = prompts.back().prefix_len;
+    report.ratios.push_back(p > 0 && n <= cfg.context_length ? static_cast<double>(p) / n : -1.0);
+  }
+  report.workload = BuildWorkload(suite, report.ratios, options.workload);
+  const Workload& w = report.workload;
+
+  report.table = lm.LoadDepthTable();
+  if (report.table.empty() && options.warn_no_depth_table)
+    options.warn_no_depth_table(lm.depth_table_path());
+  std::vector<std::unique_ptr<engine::Engine>> engines;
+  for (const engine::CacheMode& mode : options.modes) {
+    engine::EngineOptions eo;
+    eo.cache_budget_bytes = static_cast<size_t>(options.cache_budget_mb * 1024 * 1024);
+    eo.depth_table = report.table;
+    engines.push_back(std::make_unique<engine::Engine>(lm.model(), std::move(eo)));
+    BenchMode m;
+    m.cache = mode;
+    m.name = mode.ToString();
+    report.modes.push_back(std::move(m));
+  }
+  auto request_for = [&](size_t i, const engine::CacheMode& mode) {
+    engine::RequestOptions r = base;
+    const engine::Prompt& p = prompts[w.requests[i].sample];
+    r.prompt = p.tokens;
+    r.prefix_len = p.prefix_len;
+    r.cache = mode;
+    return r;
+  };
+
+  const size_t N = w.requests.size();
+  std::fprintf(stderr, "bench: %zu prefixes x %d requests, %zu modes, gen %d, steps %d, block %d\n",
+               w.groups.size(), options.workload.per_prefix, report.modes.size(),
+               base.sampler.gen_length, base.sampler.steps, base.sampler.block_length);
+  {  // Untimed warm-up: oneDNN JIT and page-in would otherwise be charged to the first mode.
+    engine::Engine warm(lm.model(), {});
+    warm.Run(request_for(0, engine::CacheMode{}));
+  }
+  const auto t_start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < N; ++i) {
+    const SuiteSample& sample = suite[w.requests[i].sample];
+    std::fprintf(stderr, "[%zu/%zu] %s (prefix %s, r=%.2f)", i + 1, N, sample.id.c_str(),
+                 w.groups[w.requests[i].group].key.c_str(), report.ratios[w.requests[i].sample]);
+    for (size_t k = 0; k < report.modes.size(); ++k) {
+      BenchMode& m = report.modes[k];
+      engine::RequestResult r = engines[k]->Run(request_for(i, m.cache));
+      m.correct.push_back(IsCorrect(sample, lm.Detokenize(r.answer)));
+      std::fprintf(stderr, "  %s %.2fs", m.name.c_str(), r.seconds);
+      m.results.push_back(std::move(r));
+    }
+    std::fprintf(stderr, "\n");
+  }
+  report.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  for (size_t k = 0; k < report.modes.size(); ++k)
+    report.modes[k].cache_stats = engines[k]->cache_stats();
+
+  report.options = std::move(options);
+  report.model_path = lm.path();
+  report.model_name = cfg.name;
+  report.depth_table_path = lm.depth_table_path();
+  report.n_layer = cfg.n_layer;
+  report.gemm = MeasureGemmReference(report, prompts, cfg);
+  return report;
+}
+
+}  // namespace bicache::harness

@@ -1,0 +1,168 @@
+#include "harness/forward_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/forward.h"
+#include "util/error.h"
+#include "util/proc_stats.h"
+
+namespace bicache::harness {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Times every projection of one layer (plus the output head once) at n rows, scaled to the model's
+// depth: the forward's matmul time if nothing else ran. Median of `repeats`.
+double IsolatedMatmulMs(const model::Model& m, int n, int logit_rows, int repeats) {
+  const auto& c = m.config();
+  const auto& w = m.layers()[0];
+  // x: [n, widest input]; y: [n, widest output] (the vocabulary for the head).
+  const size_t widest_in =
+      std::max<size_t>({static_cast<size_t>(c.d_model), static_cast<size_t>(c.d_ff),
+                        static_cast<size_t>(c.q_dim())});
+  const size_t widest_out = std::max<size_t>(
+      {widest_in, static_cast<size_t>(c.q_dim() + 2 * c.kv_dim()), static_cast<size_t>(c.n_vocab)});
+  std::vector<float> x(static_cast<size_t>(n) * widest_in, 0.01f),
+      y(static_cast<size_t>(n) * widest_out);
+  std::vector<const kernels::Linear*> layer;
+  for (const kernels::Linear* l :
+       {&w.wq, &w.wk, &w.wv, &w.wqkv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
+    if (l->in() > 0) layer.push_back(l);
+  }
+  auto once = [&] {
+    const auto t0 = Clock::now();
+    for (const kernels::Linear* l : layer) l->Forward(x.data(), n, y.data());
+    const double layer_s = Seconds(t0);
+    const auto t1 = Clock::now();
+    if (logit_rows > 0) m.output().Forward(x.data(), logit_rows, y.data());
+    return layer_s * c.n_layer + Seconds(t1);
+  };
+  once();  // primitive creation for these shapes
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) t.push_back(once());
+  return Median(t) * 1e3;
+}
+
+// Times kernels::Attention alone on n tokens with the model's head layout, times n_layer.
+double IsolatedAttentionMs(const model::Model& m, int n, int repeats) {
+  const auto& c = m.config();
+  std::vector<float> q(static_cast<size_t>(n) * c.q_dim()), kv(static_cast<size_t>(n) * c.kv_dim());
+  std::vector<float> out(q.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(i % 17) * 0.05f - 0.4f;
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>(i % 13) * 0.05f - 0.3f;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  auto once = [&] {
+    const auto t0 = Clock::now();
+    kernels::Attention(q.data(), n, c.q_dim(), kv.data(), kv.data(), n, c.kv_dim(), c.n_head,
+                       c.n_kv_head, c.head_dim, scale, out.data(), c.q_dim());
+    return Seconds(t0) * c.n_layer;
+  };
+  once();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) t.push_back(once());
+  return Median(t) * 1e3;
+}
+
+}  // namespace
+
+ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag, int repeats,
+                               int gemm_iters, bool breakdown) {
+  const auto& c = m.config();
+  if (n > c.context_length) {
+    throw Error(ErrorKind::kInvalidArgument, "--tokens: " + std::to_string(n) +
+                                                 " exceeds the model's context length " +
+                                                 std::to_string(c.context_length));
+  }
+  ForwardBenchRow r;
+  r.tokens = n;
+  r.logit_rows = logit_rows_flag <= 0 ? n : std::min(logit_rows_flag, n);
+  std::vector<int32_t> toks(n);
+  for (int i = 0; i < n; ++i)
+    toks[i] = static_cast<int32_t>((i * 7919u + 13u) % static_cast<unsigned>(c.n_vocab));
+  std::vector<float> logits(static_cast<size_t>(r.logit_rows) * c.n_vocab);
+  model::SeqPlan plan;
+  plan.tokens = toks;
+  plan.logits_begin = n - r.logit_rows;
+  plan.logits_end = n;
+  plan.logits = logits.data();
+
+  model::Forward(m, {&plan, 1});  // warm-up: oneDNN primitives for these shapes, page faults
+  std::vector<double> secs;
+  model::ForwardStats st;
+  for (int i = 0; i < repeats; ++i) {
+    st = {};
+    const auto t0 = Clock::now();
+    model::Forward(m, {&plan, 1}, &st);
+    secs.push_back(Seconds(t0));
+  }
+  r.peak_rss =
+      PeakRssBytes().value_or(0);  // load + forwards so far, before the yardstick's own buffers
+  const double med = Median(secs);
+  r.ms_median = med * 1e3;
+  r.ms_best = *std::min_element(secs.begin(), secs.end()) * 1e3;
+  r.matmul_gflop = st.matmul_flops * 1e-9;
+  r.attention_gflop = st.attention_flops * 1e-9;
+  r.fwd_gflops = (st.matmul_flops + st.attention_flops) / med * 1e-9;
+  r.fwd_gflops_best = (st.matmul_flops + st.attention_flops) / (r.ms_best * 1e-3) * 1e-9;
+  // The yardstick runs as often as the forward so both get a median over comparable spans.
+  std::vector<double> gemm;
+  for (int i = 0; i < repeats; ++i)
+    gemm.push_back(kernels::MeasureGemmGflops(n, c.d_ff, c.d_model, gemm_iters));
+  r.gemm_gflops = Median(gemm);
+  r.gemm_gflops_best = *std::max_element(gemm.begin(), gemm.end());
+  if (breakdown) {
+    r.ms_matmul = IsolatedMatmulMs(m, n, r.logit_rows, repeats);
+    r.ms_attention = IsolatedAttentionMs(m, n, repeats);
+    r.ms_other = std::max(0.0, r.ms_median - r.ms_matmul - r.ms_attention);
+  }
+  return r;
+}
+
+// "Q4_K x 14, Q6_K x 3, F32 x 9": the storage types of the model's tensors, most frequent first.
+std::string TensorTypeSummary(const format::GgufFile& f) {
+  std::map<std::string, int> count;
+  for (const auto& t : f.tensors()) ++count[format::TensorTypeName(t.type)];
+  std::vector<std::pair<int, std::string>> v;
+  for (const auto& [name, n] : count) v.emplace_back(-n, name);
+  std::sort(v.begin(), v.end());
+  std::string s;
+  for (const auto& [n, name] : v) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(-n);
+  return s;
+}
+
+nlohmann::json ForwardBenchRowJson(const ForwardBenchRow& r, bool breakdown) {
+  nlohmann::json e = {{"tokens", r.tokens},
+                      {"logit_rows", r.logit_rows},
+                      {"ms_per_forward", r.ms_median},
+                      {"ms_best", r.ms_best},
+                      {"matmul_gflop", r.matmul_gflop},
+                      {"attention_gflop", r.attention_gflop},
+                      {"forward_gflops", r.fwd_gflops},
+                      {"gemm_gflops", r.gemm_gflops},
+                      {"ratio", r.fwd_gflops / r.gemm_gflops},
+                      {"forward_gflops_best", r.fwd_gflops_best},
+                      {"gemm_gflops_best", r.gemm_gflops_best},
+                      {"ratio_best", r.fwd_gflops_best / r.gemm_gflops_best}};
+  if (breakdown) {
+    e["breakdown_ms"] = {
+        {"matmul", r.ms_matmul}, {"attention", r.ms_attention}, {"other", r.ms_other}};
+  }
+  return e;
+}
+
+}  // namespace bicache::harness

@@ -1,0 +1,42 @@
+// `bicache bench-forward`'s measurement: forward-pass throughput of one model at one sequence
+// length against the same run's oneDNN GEMM rate (cli/cmd_bench_forward.cpp says what is timed
+// and how the ratios are read).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+#include "model/weights.h"
+
+namespace bicache::harness {
+
+struct ForwardBenchRow {
+  int tokens = 0, logit_rows = 0;
+  double ms_median = 0, ms_best = 0;
+  double matmul_gflop = 0, attention_gflop = 0;
+  double fwd_gflops = 0, gemm_gflops = 0;  // median forward, median yardstick run
+  double fwd_gflops_best = 0,
+         gemm_gflops_best = 0;  // best of each: less sensitive to a busy machine
+  // breakdown (ms per forward, estimated from isolated runs at the forward's shapes)
+  double ms_matmul = 0, ms_attention = 0, ms_other = 0;
+  uint64_t peak_rss = 0;  // VmHWM after this length's forwards (load and earlier lengths included)
+};
+
+// One token count n: a warm-up forward, `repeats` timed forwards of one n-token sequence (logits
+// for the last logit_rows_flag rows, every row when <= 0), the GEMM yardstick
+// MeasureGemmGflops(n, d_ff, d_model) `repeats` times right after, and with `breakdown` the
+// isolated matmul and attention timings. Error(kInvalidArgument) naming --tokens when n exceeds
+// the model's context.
+ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag, int repeats,
+                               int gemm_iters, bool breakdown);
+
+// "Q4_K x 14, Q6_K x 3, F32 x 9": the storage types of the model's tensors, most frequent first.
+std::string TensorTypeSummary(const format::GgufFile& f);
+
+// One entry of the --json "results" array.
+nlohmann::json ForwardBenchRowJson(const ForwardBenchRow& r, bool breakdown);
+
+}  // namespace bicache::harness

@@ -1,0 +1,148 @@
+#include "harness/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace bicache::harness {
+namespace {
+
+const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                          "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+std::string Esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// 1, 2 or 5 x 10^k, giving about `n` ticks over `range`.
+double NiceStep(double range, int n) {
+  if (!(range > 0)) return 1;
+  const double raw = range / n, mag = std::pow(10.0, std::floor(std::log10(raw))), f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+// One plot area: maps data to pixels and draws the frame, ticks and axis titles.
+struct Panel {
+  double x0, y0, w, h;  // pixel box of the plot area
+  double xmin, xmax, ymin, ymax;
+  double X(double v) const { return x0 + (v - xmin) / (xmax - xmin) * w; }
+  double Y(double v) const { return y0 + h - (v - ymin) / (ymax - ymin) * h; }
+  void Frame(std::ostream& o, const std::string& title, const std::string& xlabel,
+             const std::string& ylabel) const {
+    o << "<rect x='" << x0 << "' y='" << y0 << "' width='" << w << "' height='" << h
+      << "' fill='none' stroke='#333'/>\n";
+    o << "<text x='" << x0 + w / 2 << "' y='" << y0 - 12
+      << "' text-anchor='middle' font-size='15' font-weight='bold'>" << Esc(title) << "</text>\n";
+    o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 40
+      << "' text-anchor='middle' font-size='13'>" << Esc(xlabel) << "</text>\n";
+    o << "<text transform='translate(" << x0 - 48 << "," << y0 + h / 2
+      << ") rotate(-90)' text-anchor='middle' "
+      << "font-size='13'>" << Esc(ylabel) << "</text>\n";
+    const double xs = NiceStep(xmax - xmin, 6), ys = NiceStep(ymax - ymin, 5);
+    for (double v = std::ceil(xmin / xs - 1e-9) * xs; v <= xmax + 1e-9 * xs; v += xs) {
+      o << "<line x1='" << X(v) << "' y1='" << y0 + h << "' x2='" << X(v) << "' y2='" << y0 + h + 5
+        << "' stroke='#333'/><text x='" << X(v) << "' y='" << y0 + h + 19
+        << "' text-anchor='middle' font-size='11'>" << Num(v) << "</text>\n";
+    }
+    for (double v = std::ceil(ymin / ys - 1e-9) * ys; v <= ymax + 1e-9 * ys; v += ys) {
+      o << "<line x1='" << x0 << "' y1='" << Y(v) << "' x2='" << x0 + w << "' y2='" << Y(v)
+        << "' stroke='#ddd'/><text x='" << x0 - 6 << "' y='" << Y(v) + 4
+        << "' text-anchor='end' font-size='11'>" << Num(v) << "</text>\n";
+    }
+  }
+};
+
+}  // namespace
+
+std::string Num(double v, int prec) {
+  std::ostringstream o;
+  o.precision(prec);
+  o << v;
+  return o.str();
+}
+
+void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points,
+                   const engine::DepthTable& table, const std::string& caption) {
+  std::ostringstream o;
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='460' "
+       "font-family='sans-serif'>\n"
+    << "<rect width='1000' height='460' fill='white'/>\n";
+  o << "<text x='500' y='450' text-anchor='middle' font-size='11' fill='#555'>" << Esc(caption)
+    << "</text>\n";
+
+  // Left: throughput vs accuracy, one labelled point per mode.
+  double xmax = 0;
+  for (const auto& p : points) xmax = std::max(xmax, p.x);
+  Panel a{80, 50, 380, 320, 0, xmax > 0 ? xmax * 1.15 : 1, 0, 1.05};
+  a.Frame(o, "Throughput vs accuracy", "canvas tokens / s", "accuracy");
+  for (size_t i = 0; i < points.size(); ++i) {
+    const char* c = kPalette[i % std::size(kPalette)];
+    const double px = a.X(points[i].x), py = a.Y(std::clamp(points[i].y, 0.0, 1.05));
+    o << "<circle cx='" << px << "' cy='" << py << "' r='5' fill='" << c << "'/>\n"
+      << "<text x='" << px + 7 << "' y='" << py - 6 - 11.0 * (i % 2) << "' font-size='12' fill='"
+      << c << "'>" << Esc(points[i].label) << "</text>\n";
+  }
+
+  // Right: calibration curves (mean prefix K/V similarity by layer, one line per ratio bin).
+  const auto& bins = table.bins();
+  int layers = table.n_layer();
+  double ymin = table.threshold();
+  for (const auto& b : bins) {
+    layers = std::max(layers, static_cast<int>(b.similarity.size()));
+    for (double v : b.similarity) ymin = std::min(ymin, v);
+  }
+  ymin = std::max(-1.0, std::floor((ymin - 0.01) * 100) / 100);
+  Panel b{560, 50, 380, 320, 0, std::max(1, layers - 1) * 1.0, ymin, 1.0};
+  b.Frame(o, "Calibration: prefix K/V similarity", "layer", "cosine similarity");
+  if (bins.empty()) {
+    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2
+      << "' text-anchor='middle' font-size='13' fill='#888'>no calibration bins (run bicache "
+         "calibrate)</text>\n";
+  }
+  for (size_t i = 0; i < bins.size(); ++i) {
+    // Colour runs blue (short prefix) to red (long prefix).
+    const double t = bins[i].ratio_pct / 100.0;
+    const int r = static_cast<int>(40 + 200 * t), bl = static_cast<int>(220 - 180 * t);
+    char colour[16];
+    std::snprintf(colour, sizeof colour, "#%02x50%02x", r, bl);
+    o << "<polyline fill='none' stroke='" << colour << "' stroke-width='1.5' points='";
+    for (size_t l = 0; l < bins[i].similarity.size(); ++l) {
+      o << b.X(static_cast<double>(l)) << "," << b.Y(std::max(ymin, bins[i].similarity[l])) << " ";
+    }
+    o << "'/>\n";
+    // Label a handful of bins at the line's end so the legend stays readable.
+    const size_t every = std::max<size_t>(1, bins.size() / 6);
+    if ((i % every == 0 || i + 1 == bins.size()) && !bins[i].similarity.empty()) {
+      o << "<text x='" << b.x0 + b.w + 4 << "' y='"
+        << b.Y(std::max(ymin, bins[i].similarity.back())) + 4 << "' font-size='10' fill='" << colour
+        << "'>r=" << bins[i].ratio_pct << "%</text>\n";
+    }
+  }
+  o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w
+    << "' y2='" << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
+    << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5
+    << "' font-size='11'>threshold " << Num(table.threshold()) << "</text>\n";
+  o << "</svg>\n";
+
+  std::ofstream f(path);
+  f << o.str();
+  if (!f) throw Error(ErrorKind::kIo, "--svg: cannot write '" + path + "'");
+}
+
+}  // namespace bicache::harness
