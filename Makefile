@@ -21,9 +21,11 @@ run: build
 # Then the hardening stages (docs/hardening.md): the whole suite again under ASan+UBSan, the
 # concurrency tests under TSan, and each libFuzzer target for FUZZ_SECONDS (default 20 here).
 # HARDENING_SKIP=1 make test runs the ordinary suite only (quick local runs).
-# First of all, every C++ file must be as .clang-format writes it (scripts/check_format.sh).
+# First of all, every C++ file must be as .clang-format writes it (scripts/check_format.sh) and
+# no function may run over 150 lines (scripts/check_function_size.py).
 test: build
 	bash scripts/check_format.sh
+	/usr/bin/python3 scripts/check_function_size.py
 	cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} ctest --output-on-failure -j $(JOBS)
 	JOBS=$(JOBS) FUZZ_SECONDS=$${FUZZ_SECONDS:-20} bash scripts/hardening.sh asan tsan fuzz
 
