@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/engine.h"
+#include "engine/engine_setup.h"
 #include "engine/loaded_model.h"
 #include "util/error.h"
 
@@ -104,12 +105,10 @@ Runner AddGenerate(CLI::App& app) {
     req.prompt = prompt.tokens;
     req.prefix_len = prompt.prefix_len;
     req.sampler.stop_ids = lm->stop_ids();
-    engine::EngineOptions eo;
-    eo.cache_budget_bytes = static_cast<size_t>(o->s.cache_budget_mb * 1024 * 1024);
-    eo.depth_table = lm->LoadDepthTable();
+    engine::EngineOptions eo =
+        engine::EngineOptionsFor(*lm, {o->s.cache_budget_mb, o->s.audit_rate});
     if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty())
       WarnNoDepthTable(lm->depth_table_path());
-    eo.audit_rate = o->s.audit_rate;
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);
     engine::RequestResult r = eng.Run(req, [&](const engine::StepEvent& e) { view.Update(e); });

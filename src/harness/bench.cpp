@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "engine/engine_setup.h"
 #include "kernels/matmul.h"
 
 namespace bicache::harness {
@@ -52,15 +53,13 @@ BenchReport RunBench(BenchOptions options, const engine::LoadedModel& lm) {
   report.workload = BuildWorkload(suite, report.ratios, options.workload);
   const Workload& w = report.workload;
 
-  report.table = lm.LoadDepthTable();
+  const engine::EngineOptions eo = engine::EngineOptionsFor(lm, {options.cache_budget_mb, 0});
+  report.table = eo.depth_table;
   if (report.table.empty() && options.warn_no_depth_table)
     options.warn_no_depth_table(lm.depth_table_path());
   std::vector<std::unique_ptr<engine::Engine>> engines;
   for (const engine::CacheMode& mode : options.modes) {
-    engine::EngineOptions eo;
-    eo.cache_budget_bytes = static_cast<size_t>(options.cache_budget_mb * 1024 * 1024);
-    eo.depth_table = report.table;
-    engines.push_back(std::make_unique<engine::Engine>(lm.model(), std::move(eo)));
+    engines.push_back(std::make_unique<engine::Engine>(lm.model(), eo));
     BenchMode m;
     m.cache = mode;
     m.name = mode.ToString();

@@ -14,6 +14,7 @@
 #include "server/httplib_wrap.h"
 #include "server/server.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::harness {
 namespace {
@@ -29,7 +30,8 @@ struct Target {
 Target ParseUrl(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind(scheme, 0) != 0) {
-    throw Error(ErrorKind::kInvalidArgument, "--url: expected http://HOST:PORT, got '" + url + "'");
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{url}: expected http://HOST:PORT, got '" + url + "'");
   }
   std::string rest = url.substr(scheme.size());
   if (const size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
@@ -38,7 +40,8 @@ Target ParseUrl(const std::string& url) {
   t.host = rest.substr(0, colon);
   t.port = colon == std::string::npos ? 80 : std::atoi(rest.c_str() + colon + 1);
   if (t.host.empty() || t.port <= 0 || t.port > 65535) {
-    throw Error(ErrorKind::kInvalidArgument, "--url: expected http://HOST:PORT, got '" + url + "'");
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{url}: expected http://HOST:PORT, got '" + url + "'");
   }
   return t;
 }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::harness {
 namespace {
@@ -54,8 +55,8 @@ std::vector<int> SpreadPick(const std::vector<WorkloadGroup>& groups, const std:
 RequestOrder ParseRequestOrder(std::string_view text) {
   if (text == "interleaved") return RequestOrder::kInterleaved;
   if (text == "grouped") return RequestOrder::kGrouped;
-  throw Error(ErrorKind::kInvalidArgument,
-              "--order '" + std::string(text) + "': expected interleaved or grouped");
+  throw FieldError(ErrorKind::kInvalidArgument,
+                   "{order} '" + std::string(text) + "': expected interleaved or grouped");
 }
 
 RatioBand ParseRatioBand(std::string_view text) {
@@ -63,8 +64,8 @@ RatioBand ParseRatioBand(std::string_view text) {
   if (text == "short") return RatioBand::kShort;
   if (text == "long") return RatioBand::kLong;
   if (text == "sweep") return RatioBand::kSweep;
-  throw Error(ErrorKind::kInvalidArgument,
-              "--ratio-band '" + std::string(text) + "': expected all, short, long or sweep");
+  throw FieldError(ErrorKind::kInvalidArgument,
+                   "{ratio_band} '" + std::string(text) + "': expected all, short, long or sweep");
 }
 
 const char* RequestOrderName(RequestOrder order) {
@@ -93,18 +94,20 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
                                                  " suite samples");
   }
   if (opt.prefixes < 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--prefixes must be >= 0 (0 = every usable prefix group)");
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{prefixes} must be >= 0 (0 = every usable prefix group)");
   }
-  if (opt.per_prefix < 1) throw Error(ErrorKind::kInvalidArgument, "--per-prefix must be >= 1");
+  if (opt.per_prefix < 1)
+    throw FieldError(ErrorKind::kInvalidArgument, "{per_prefix} must be >= 1");
   // Unusable samples have a negative ratio (they do not fit the context with the canvas); when none
   // fits, the generation length is what to change, not the prefix counts.
   if (!suite.empty() &&
       std::none_of(ratios.begin(), ratios.end(), [](double r) { return r >= 0; })) {
-    throw Error(ErrorKind::kInvalidArgument, "none of the suite's " + std::to_string(suite.size()) +
-                                                 " samples fits the model's context with the "
-                                                 "generation length asked for (lower --gen-length; "
-                                                 "bench-serve: --max-tokens)");
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "none of the suite's " + std::to_string(suite.size()) +
+                         " samples fits the model's context with the "
+                         "generation length asked for (lower {gen_length}; "
+                         "bench-serve: {max_tokens})");
   }
 
   // Qualifying groups, in first-appearance order.
@@ -140,11 +143,11 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
 
   auto need = [&](const std::vector<int>& pool, const char* what) {
     if (static_cast<int>(pool.size()) < std::max(1, opt.prefixes)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "--prefixes " + std::to_string(opt.prefixes) + " --per-prefix " +
-                      std::to_string(opt.per_prefix) + ": the suite has only " +
-                      std::to_string(pool.size()) + " usable prefix groups " + what +
-                      " with that many requests each (lower --prefixes or --per-prefix)");
+      throw FieldError(ErrorKind::kInvalidArgument,
+                       "{prefixes} " + std::to_string(opt.prefixes) + " {per_prefix} " +
+                           std::to_string(opt.per_prefix) + ": the suite has only " +
+                           std::to_string(pool.size()) + " usable prefix groups " + what +
+                           " with that many requests each (lower {prefixes} or {per_prefix})");
     }
   };
   std::vector<int> chosen;
@@ -162,14 +165,14 @@ Workload BuildWorkload(const std::vector<SuiteSample>& suite, std::span<const do
       take(all, "all", "in total");
       break;
     case RatioBand::kShort:
-      take(shorts, "short", "in the short-prefix half (--ratio-band short)");
+      take(shorts, "short", "in the short-prefix half ({ratio_band} short)");
       break;
     case RatioBand::kLong:
-      take(longs, "long", "in the long-prefix half (--ratio-band long)");
+      take(longs, "long", "in the long-prefix half ({ratio_band} long)");
       break;
     case RatioBand::kSweep:
-      take(shorts, "short", "in the short-prefix half (--ratio-band sweep)");
-      take(longs, "long", "in the long-prefix half (--ratio-band sweep)");
+      take(shorts, "short", "in the short-prefix half ({ratio_band} sweep)");
+      take(longs, "long", "in the long-prefix half ({ratio_band} sweep)");
       break;
   }
 

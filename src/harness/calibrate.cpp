@@ -4,6 +4,7 @@
 #include <map>
 
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::harness {
 
@@ -11,10 +12,10 @@ engine::DepthTable Calibrate(const model::Model& model,
                              const std::vector<CalibrationSample>& samples, double threshold,
                              int bin_pct, const std::function<void(size_t, size_t)>& progress) {
   if (!(threshold > 0 && threshold < 1)) {
-    throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
+    throw FieldError(ErrorKind::kInvalidArgument, "{threshold} must be in (0, 1)");
   }
   if (bin_pct < 1 || bin_pct > 50)
-    throw Error(ErrorKind::kInvalidArgument, "--bin must be in [1, 50] percent");
+    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
   const int L = model.config().n_layer;
   std::map<int, engine::CalibrationBin> bins;
   for (size_t i = 0; i < samples.size(); ++i) {

@@ -6,7 +6,9 @@
 #include <memory>
 #include <utility>
 
+#include "engine/engine_setup.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::harness {
 namespace {
@@ -81,8 +83,8 @@ std::vector<const SuiteSample*> SelectSamples(const std::vector<SuiteSample>& su
     if (std::find(known.begin(), known.end(), f) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error(ErrorKind::kInvalidArgument,
-                  "--families: '" + f + "' is not in the suite (it has: " + list + ")");
+      throw FieldError(ErrorKind::kInvalidArgument,
+                       "{families}: '" + f + "' is not in the suite (it has: " + list + ")");
     }
   }
   std::map<std::string, int> taken;
@@ -105,10 +107,8 @@ EvalReport RunEval(EvalOptions options, const engine::LoadedModel& lm,
   options.base.sampler.stop_ids = lm.stop_ids();
   options.base.sampler.mask_id = cfg.mask_token_id;
   diffusion::Validate(options.base.sampler);  // flag errors stop the run before any sample does
-  engine::EngineOptions eo;
-  eo.cache_budget_bytes = static_cast<size_t>(options.cache_budget_mb * 1024 * 1024);
-  eo.depth_table = lm.LoadDepthTable();
-  eo.audit_rate = options.audit_rate;
+  engine::EngineOptions eo =
+      engine::EngineOptionsFor(lm, {options.cache_budget_mb, options.audit_rate});
   EvalReport report;
   report.have_depth_table = !eo.depth_table.empty();
   report.depth_table_path = report.have_depth_table ? lm.depth_table_path() : "";
@@ -130,11 +130,11 @@ void CheckSomeSampleFits(const EvalReport& report) {
   const auto errors = std::count_if(report.outcomes.begin(), report.outcomes.end(),
                                     [](const EvalOutcome& out) { return !out.error.empty(); });
   if (errors > 0 && static_cast<size_t>(errors) == report.outcomes.size()) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "none of the " + std::to_string(errors) + " samples fits the model's context (" +
-                    std::to_string(report.context_length) + " tokens) with --gen-length " +
-                    std::to_string(report.options.base.sampler.gen_length) +
-                    ": lower --gen-length");
+    throw FieldError(
+        ErrorKind::kInvalidArgument,
+        "none of the " + std::to_string(errors) + " samples fits the model's context (" +
+            std::to_string(report.context_length) + " tokens) with {gen_length} " +
+            std::to_string(report.options.base.sampler.gen_length) + ": lower {gen_length}");
   }
 }
 

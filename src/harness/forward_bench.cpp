@@ -9,6 +9,7 @@
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "util/error.h"
+#include "util/field_error.h"
 #include "util/proc_stats.h"
 
 namespace bicache::harness {
@@ -84,9 +85,9 @@ ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag
                                int gemm_iters, bool breakdown) {
   const auto& c = m.config();
   if (n > c.context_length) {
-    throw Error(ErrorKind::kInvalidArgument, "--tokens: " + std::to_string(n) +
-                                                 " exceeds the model's context length " +
-                                                 std::to_string(c.context_length));
+    throw FieldError(ErrorKind::kInvalidArgument, "{tokens}: " + std::to_string(n) +
+                                                      " exceeds the model's context length " +
+                                                      std::to_string(c.context_length));
   }
   ForwardBenchRow r;
   r.tokens = n;

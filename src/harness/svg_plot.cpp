@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::harness {
 namespace {
@@ -142,7 +143,7 @@ void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points
 
   std::ofstream f(path);
   f << o.str();
-  if (!f) throw Error(ErrorKind::kIo, "--svg: cannot write '" + path + "'");
+  if (!f) throw FieldError(ErrorKind::kIo, "{svg}: cannot write '" + path + "'");
 }
 
 }  // namespace bicache::harness

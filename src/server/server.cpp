@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "engine/engine_setup.h"
 #include "engine/threads.h"
 #include "server/generation.h"
 #include "server/httplib_wrap.h"
@@ -132,10 +133,7 @@ void Server::StartLoading() {
 void Server::Load() {
   try {
     lm_ = engine::LoadedModel::Load(options_.model_path, options_.open);
-    engine::EngineOptions eo;
-    eo.cache_budget_bytes = static_cast<size_t>(options_.cache_budget_mb * 1024 * 1024);
-    eo.depth_table = lm_->LoadDepthTable();
-    engine_ = std::make_unique<engine::Engine>(lm_->model(), std::move(eo));
+    engine_ = engine::MakeEngine(*lm_, {options_.cache_budget_mb, 0});
     scheduler_ = std::make_unique<engine::Scheduler>(
         *engine_, engine::SchedulerOptions{
                       options_.max_running, options_.max_queue, options_.max_batch_tokens,
