@@ -1,7 +1,11 @@
 // The depth choice without a model: layers held per mode and depth per (mode, ratio).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+
 #include "engine/depth_table.h"
+#include "test_util.h"
 
 namespace bicache::engine {
 namespace {
@@ -44,6 +48,76 @@ TEST(DepthChoice, BicacheFollowsTheTableOtherModesHoldAll) {
   EXPECT_EQ(DepthFor(ParseCacheMode("fixed:3"), t, 4, 0.01), 3);
   EXPECT_EQ(DepthFor(ParseCacheMode("llm"), t, 4, 0.01), 4);
   EXPECT_EQ(DepthFor(ParseCacheMode("none"), t, 4, 0.9), 0);
+}
+
+// Criterion "answers": agreement/accuracy per depth 0..4 of a 4-layer model.
+CalibrationBin AnswerBin(int pct, int samples, std::vector<double> agree, std::vector<double> acc) {
+  CalibrationBin b;
+  b.ratio_pct = pct;
+  b.samples = samples;
+  b.agreement = std::move(agree);
+  b.accuracy = std::move(acc);
+  return b;
+}
+
+TEST(DepthChoice, AnswerBinDepthIsTheLeadingRunOfSafeDepths) {
+  // Depth 1 and 2 agree enough; depth 3 does not; depth 4 agrees again (noise): 2, not 4.
+  EXPECT_EQ(DepthTable::AnswerBinDepth(
+                AnswerBin(50, 40, {1, 0.99, 0.98, 0.90, 0.99}, {0.5, 0.5, 0.5, 0.5, 0.5}), 0.98, 4),
+            2);
+  // Agreement fine but accuracy lower than none's at depth 2: 1.
+  EXPECT_EQ(DepthTable::AnswerBinDepth(
+                AnswerBin(50, 40, {1, 1, 0.99, 0.99, 0.99}, {0.5, 0.55, 0.475, 0.5, 0.5}), 0.98, 4),
+            1);
+  // Every depth safe: the whole model; none safe: 0.
+  EXPECT_EQ(
+      DepthTable::AnswerBinDepth(AnswerBin(50, 40, {1, 1, 1, 1, 1}, {.5, .5, .5, .5, .5}), 0.98, 4),
+      4);
+  EXPECT_EQ(DepthTable::AnswerBinDepth(AnswerBin(50, 40, {1, .5, 1, 1, 1}, {.5, .5, .5, .5, .5}),
+                                       0.98, 4),
+            0);
+  EXPECT_EQ(DepthTable::AnswerBinDepth(AnswerBin(50, 40, {}, {}), 0.98, 4), 0);
+}
+
+TEST(DepthChoice, AnswerTableTakesTheEnvelopeAndDropsSmallBins) {
+  const std::vector<double> acc(5, 0.5);
+  const DepthTable t = DepthTable::FromAnswerBins(
+      {AnswerBin(60, 30, {1, 1, 1, 1, 0.5}, acc),      // depth 3
+       AnswerBin(20, 30, {1, 1, 0.5, 0.5, 0.5}, acc),  // depth 1
+       AnswerBin(40, 30, {1, 1, 1, 1, 1}, acc),        // depth 4, capped by 60%'s 3
+       AnswerBin(80, 5, {1, 0, 0, 0, 0}, acc)},        // 5 samples < 20: dropped
+      0.98, 4, 20);
+  EXPECT_EQ(t.criterion(), DepthCriterion::kAnswers);
+  ASSERT_EQ(t.bins().size(), 3u);
+  EXPECT_EQ(t.Lookup(0.1), 0);
+  EXPECT_EQ(t.Lookup(0.25), 1);
+  EXPECT_EQ(t.Lookup(0.45), 3);
+  EXPECT_EQ(t.Lookup(0.9), 3);  // the dropped 80% bin does not pull the top down
+  EXPECT_EQ(t.DepthOfBin(t.bins()[1]), 4);
+}
+
+TEST(DepthChoice, AnswerTableSurvivesSaveAndLoad) {
+  const std::vector<double> acc{0.5, 0.5, 0.5, 0.25, 0.5};
+  const DepthTable t =
+      DepthTable::FromAnswerBins({AnswerBin(30, 25, {1, 1, 0.99, 0.9, 0.5}, acc)}, 0.98, 4, 20);
+  const std::string path = ::testing::TempDir() + "/answers.depth.json";
+  t.Save(path);
+  const DepthTable back = DepthTable::Load(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(back.criterion(), DepthCriterion::kAnswers);
+  EXPECT_DOUBLE_EQ(back.threshold(), 0.98);
+  ASSERT_EQ(back.bins().size(), 1u);
+  EXPECT_EQ(back.bins()[0].agreement, t.bins()[0].agreement);
+  EXPECT_EQ(back.bins()[0].accuracy, acc);
+  EXPECT_TRUE(back.bins()[0].similarity.empty());
+  EXPECT_EQ(back.Lookup(0.35), 2);
+  // A similarity table written before criteria existed still loads as kv_similarity.
+  EXPECT_EQ(Table().criterion(), DepthCriterion::kKvSimilarity);
+}
+
+TEST(DepthChoice, UnknownCriterionIsNamed) {
+  testing::ExpectError([] { ParseDepthCriterion("cosine"); }, ErrorKind::kInvalidArgument,
+                       "unknown depth criterion 'cosine'");
 }
 
 }  // namespace

@@ -18,16 +18,39 @@ int DepthTable::BinDepth(const std::vector<double>& similarity, double threshold
   return d >= n_layer ? n_layer : std::max(0, d - 1);
 }
 
-DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double threshold, int n_layer) {
+const char* DepthCriterionName(DepthCriterion c) {
+  return c == DepthCriterion::kAnswers ? "answers" : "kv_similarity";
+}
+
+DepthCriterion ParseDepthCriterion(std::string_view text) {
+  if (text == "kv_similarity") return DepthCriterion::kKvSimilarity;
+  if (text == "answers") return DepthCriterion::kAnswers;
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown depth criterion '" + std::string(text) + "' (kv_similarity or answers)");
+}
+
+int DepthTable::AnswerBinDepth(const CalibrationBin& bin, double min_agreement, int n_layer) {
+  const int top = std::min<int>(n_layer, static_cast<int>(bin.agreement.size()) - 1);
+  if (top < 1 || bin.accuracy.size() != bin.agreement.size()) return 0;
+  // The same answers count with or without rounding noise: compare accuracies to 1e-12.
+  int d = 0;
+  while (d < top && bin.agreement[d + 1] >= min_agreement &&
+         bin.accuracy[d + 1] >= bin.accuracy[0] - 1e-12)
+    ++d;
+  return d;
+}
+
+int DepthTable::DepthOfBin(const CalibrationBin& bin) const {
+  return criterion_ == DepthCriterion::kAnswers ? AnswerBinDepth(bin, threshold_, n_layer_)
+                                                : BinDepth(bin.similarity, threshold_, n_layer_);
+}
+
+DepthTable DepthTable::FromBinDepths(std::vector<CalibrationBin> bins, std::vector<int> depth,
+                                     double threshold, int n_layer, DepthCriterion criterion) {
   DepthTable t;
   t.threshold_ = threshold;
   t.n_layer_ = n_layer;
-  std::erase_if(bins, [](const CalibrationBin& b) { return b.samples <= 0; });
-  std::sort(bins.begin(), bins.end(),
-            [](const auto& a, const auto& b) { return a.ratio_pct < b.ratio_pct; });
-  std::vector<int> depth(bins.size());
-  for (size_t i = 0; i < bins.size(); ++i)
-    depth[i] = BinDepth(bins[i].similarity, threshold, n_layer);
+  t.criterion_ = criterion;
   // Conservative envelope: walk from the highest ratio down, keeping the running minimum.
   for (int i = static_cast<int>(bins.size()) - 2; i >= 0; --i)
     depth[i] = std::min(depth[i], depth[i + 1]);
@@ -40,6 +63,35 @@ DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double thresho
   }
   t.bins_ = std::move(bins);
   return t;
+}
+
+namespace {
+
+void SortAndDrop(std::vector<CalibrationBin>& bins, int min_samples) {
+  std::erase_if(bins, [&](const CalibrationBin& b) { return b.samples < min_samples; });
+  std::sort(bins.begin(), bins.end(),
+            [](const auto& a, const auto& b) { return a.ratio_pct < b.ratio_pct; });
+}
+
+}  // namespace
+
+DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double threshold, int n_layer) {
+  SortAndDrop(bins, 1);
+  std::vector<int> depth(bins.size());
+  for (size_t i = 0; i < bins.size(); ++i)
+    depth[i] = BinDepth(bins[i].similarity, threshold, n_layer);
+  return FromBinDepths(std::move(bins), std::move(depth), threshold, n_layer,
+                       DepthCriterion::kKvSimilarity);
+}
+
+DepthTable DepthTable::FromAnswerBins(std::vector<CalibrationBin> bins, double min_agreement,
+                                      int n_layer, int min_samples) {
+  SortAndDrop(bins, std::max(1, min_samples));
+  std::vector<int> depth(bins.size());
+  for (size_t i = 0; i < bins.size(); ++i)
+    depth[i] = AnswerBinDepth(bins[i], min_agreement, n_layer);
+  return FromBinDepths(std::move(bins), std::move(depth), min_agreement, n_layer,
+                       DepthCriterion::kAnswers);
 }
 
 int DepthTable::Lookup(double ratio) const {
@@ -60,6 +112,7 @@ void DepthTable::Save(const std::string& path) const {
   nlohmann::json j;
   j["format"] = "bicache-depth-table/1";
   j["ratio_definition"] = "prefix tokens / (prefix + rest of prompt + mask canvas) tokens";
+  j["criterion"] = DepthCriterionName(criterion_);
   j["threshold"] = threshold_;
   j["n_layer"] = n_layer_;
   j["points"] = nlohmann::json::array();
@@ -67,8 +120,13 @@ void DepthTable::Save(const std::string& path) const {
     j["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
   j["bins"] = nlohmann::json::array();
   for (const auto& b : bins_) {
-    j["bins"].push_back(
-        {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
+    nlohmann::json bin = {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}};
+    if (!b.similarity.empty()) bin["similarity"] = b.similarity;
+    if (!b.agreement.empty()) {
+      bin["agreement"] = b.agreement;
+      bin["accuracy"] = b.accuracy;
+    }
+    j["bins"].push_back(std::move(bin));
   }
   std::ofstream f(path);
   f << j.dump(1) << "\n";
@@ -83,6 +141,7 @@ DepthTable DepthTable::Load(const std::string& path) {
     nlohmann::json j = nlohmann::json::parse(f);
     if (j.value("format", "") != "bicache-depth-table/1")
       throw std::runtime_error("unknown format tag");
+    t.criterion_ = ParseDepthCriterion(j.value("criterion", "kv_similarity"));
     t.threshold_ = j.at("threshold").get<double>();
     t.n_layer_ = j.at("n_layer").get<int>();
     int last_ratio = -1, last_depth = 0;
@@ -97,9 +156,14 @@ DepthTable DepthTable::Load(const std::string& path) {
       last_depth = dp.depth;
       t.points_.push_back(dp);
     }
+    using Doubles = std::vector<double>;
     for (const auto& b : j.value("bins", nlohmann::json::array())) {
-      t.bins_.push_back({b.at("ratio_pct").get<int>(), b.at("samples").get<int>(),
-                         b.at("similarity").get<std::vector<double>>()});
+      CalibrationBin bin{b.at("ratio_pct").get<int>(), b.at("samples").get<int>(),
+                         b.value("similarity", Doubles{}), b.value("agreement", Doubles{}),
+                         b.value("accuracy", Doubles{})};
+      if (bin.agreement.size() != bin.accuracy.size())
+        throw std::runtime_error("a bin's agreement and accuracy differ in length");
+      t.bins_.push_back(std::move(bin));
     }
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kFormat, "depth table '" + path + "' is malformed: " + e.what());

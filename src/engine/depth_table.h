@@ -9,9 +9,16 @@
 //     b(r) = min over bins with ratio >= r of depth(bin),
 // stored as the points where it increases. Lookup takes the largest point <= r; a ratio below the
 // first point gets depth 0 (no reuse) — never an error.
+//
+// A second criterion, "answers" (harness/calibrate_answers.h), measures per bin and per depth
+// d = 0..n_layer how often a request served with `fixed:d` gives token-for-token the answer of
+// `none` (agreement) and how often it is right (accuracy). A bin's depth is then the deepest d
+// such that every depth 1..d keeps agreement >= the threshold and accuracy >= the bin's depth-0
+// accuracy; the same envelope turns bin depths into the table.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/cache_mode.h"
@@ -22,7 +29,17 @@ struct CalibrationBin {
   int ratio_pct = 0;  // bin: ratios in [ratio_pct, ratio_pct + bin width)
   int samples = 0;
   std::vector<double> similarity;  // [n_layer] mean cosine similarity of prefix K/V (K,V averaged)
+  // Criterion "answers" only (empty otherwise), index = depth d in 0..n_layer:
+  std::vector<double> agreement;  // [n_layer + 1] share of answers equal to depth 0's (none's)
+  std::vector<double> accuracy;   // [n_layer + 1] share of right answers at depth d
 };
+
+// How a table's bins were measured: prefix K/V similarity (threshold = minimum similarity) or
+// answers (threshold = minimum agreement with `none`).
+enum class DepthCriterion { kKvSimilarity, kAnswers };
+const char* DepthCriterionName(DepthCriterion c);  // "kv_similarity" / "answers"
+// Throws Error(kInvalidArgument) naming the value and the valid names.
+DepthCriterion ParseDepthCriterion(std::string_view text);
 
 struct DepthPoint {
   int ratio_pct = 0;
@@ -34,9 +51,18 @@ class DepthTable {
   DepthTable() = default;
   // Derives the table from measured bins (any order). bins with no samples are ignored.
   static DepthTable FromBins(std::vector<CalibrationBin> bins, double threshold, int n_layer);
+  // Criterion "answers": bins carry agreement and accuracy; bins with fewer than `min_samples`
+  // samples are dropped (too few answers to decide; their ratios use the nearest lower point).
+  static DepthTable FromAnswerBins(std::vector<CalibrationBin> bins, double min_agreement,
+                                   int n_layer, int min_samples);
   // One bin's safe depth (before the monotone envelope): layers 0..b must all exceed the threshold,
   // since the prefix rejoins at layer b from its prefix-alone hidden state; all layers -> n_layer.
   static int BinDepth(const std::vector<double>& similarity, double threshold, int n_layer);
+  // Criterion "answers": the deepest d such that every depth 1..d has agreement >= min_agreement
+  // and accuracy >= accuracy[0] (depth 0 is `none` itself).
+  static int AnswerBinDepth(const CalibrationBin& bin, double min_agreement, int n_layer);
+  // This table's criterion applied to one of its bins (what `calibrate` prints per bin).
+  int DepthOfBin(const CalibrationBin& bin) const;
   // JSON file; Load throws Error(kIo / kFormat) naming the path and the problem.
   static DepthTable Load(const std::string& path);
   void Save(const std::string& path) const;
@@ -46,6 +72,7 @@ class DepthTable {
   int Lookup(double ratio) const;  // safe depth for prefix ratio r in [0, 1]
   int max_depth() const { return points_.empty() ? 0 : points_.back().depth; }
   double threshold() const { return threshold_; }
+  DepthCriterion criterion() const { return criterion_; }
   int n_layer() const { return n_layer_; }
   const std::vector<DepthPoint>& points() const { return points_; }
   const std::vector<CalibrationBin>& bins() const { return bins_; }
@@ -56,6 +83,11 @@ class DepthTable {
   std::vector<CalibrationBin> bins_;
   double threshold_ = 0.97;
   int n_layer_ = 0;
+  DepthCriterion criterion_ = DepthCriterion::kKvSimilarity;
+
+  // The envelope of per-bin depths (bins sorted by ratio, depth[i] for bins[i]) as points.
+  static DepthTable FromBinDepths(std::vector<CalibrationBin> bins, std::vector<int> depth,
+                                  double threshold, int n_layer, DepthCriterion criterion);
 };
 
 // The depth choice, model-free (the engine passes its model's n_layer).

@@ -69,6 +69,65 @@ struct Panel {
   }
 };
 
+// The series a table's bins carry: K/V similarity by layer (criterion kv_similarity) or agreement
+// with `none` by reuse depth 0..n_layer (criterion answers).
+const std::vector<double>& Curve(const engine::DepthTable& table, const engine::CalibrationBin& b) {
+  return table.criterion() == engine::DepthCriterion::kAnswers ? b.agreement : b.similarity;
+}
+
+// One panel of calibration curves (one line per ratio bin, blue = short prefix, red = long) and
+// the table's threshold, in a 380 x 320 box at (x0, y0).
+void DrawCalibration(std::ostream& o, double x0, double y0, const engine::DepthTable& table) {
+  const bool answers = table.criterion() == engine::DepthCriterion::kAnswers;
+  const auto& bins = table.bins();
+  int points = answers ? table.n_layer() + 1 : table.n_layer();
+  double ymin = table.threshold();
+  for (const auto& bin : bins) {
+    points = std::max(points, static_cast<int>(Curve(table, bin).size()));
+    for (double v : Curve(table, bin)) ymin = std::min(ymin, v);
+  }
+  ymin = std::max(answers ? 0.0 : -1.0, std::floor((ymin - 0.01) * 100) / 100);
+  Panel b{x0, y0, 380, 320, 0, std::max(1, points - 1) * 1.0, ymin, 1.0};
+  if (answers) {
+    b.Frame(o, "Calibration: answers agreeing with none", "reuse depth (layers)",
+            "agreement with none");
+  } else {
+    b.Frame(o, "Calibration: prefix K/V similarity", "layer", "cosine similarity");
+  }
+  if (bins.empty()) {
+    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2
+      << "' text-anchor='middle' font-size='13' fill='#888'>no calibration bins (run bicache "
+         "calibrate)</text>\n";
+  }
+  for (size_t i = 0; i < bins.size(); ++i) {
+    const std::vector<double>& curve = Curve(table, bins[i]);
+    const double t = bins[i].ratio_pct / 100.0;
+    const int r = static_cast<int>(40 + 200 * t), bl = static_cast<int>(220 - 180 * t);
+    char colour[16];
+    std::snprintf(colour, sizeof colour, "#%02x50%02x", r, bl);
+    o << "<polyline fill='none' stroke='" << colour << "' stroke-width='1.5' points='";
+    for (size_t l = 0; l < curve.size(); ++l)
+      o << b.X(static_cast<double>(l)) << "," << b.Y(std::max(ymin, curve[l])) << " ";
+    o << "'/>\n";
+    // Label a handful of bins at the line's end so the legend stays readable.
+    const size_t every = std::max<size_t>(1, bins.size() / 6);
+    if ((i % every == 0 || i + 1 == bins.size()) && !curve.empty()) {
+      o << "<text x='" << b.x0 + b.w + 4 << "' y='" << b.Y(std::max(ymin, curve.back())) + 4
+        << "' font-size='10' fill='" << colour << "'>r=" << bins[i].ratio_pct << "%</text>\n";
+    }
+  }
+  o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w
+    << "' y2='" << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
+    << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5
+    << "' font-size='11'>threshold " << Num(table.threshold()) << "</text>\n";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw FieldError(ErrorKind::kIo, "{svg}: cannot write '" + path + "'");
+}
+
 }  // namespace
 
 std::string Num(double v, int prec) {
@@ -100,50 +159,23 @@ void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points
       << c << "'>" << Esc(points[i].label) << "</text>\n";
   }
 
-  // Right: calibration curves (mean prefix K/V similarity by layer, one line per ratio bin).
-  const auto& bins = table.bins();
-  int layers = table.n_layer();
-  double ymin = table.threshold();
-  for (const auto& b : bins) {
-    layers = std::max(layers, static_cast<int>(b.similarity.size()));
-    for (double v : b.similarity) ymin = std::min(ymin, v);
-  }
-  ymin = std::max(-1.0, std::floor((ymin - 0.01) * 100) / 100);
-  Panel b{560, 50, 380, 320, 0, std::max(1, layers - 1) * 1.0, ymin, 1.0};
-  b.Frame(o, "Calibration: prefix K/V similarity", "layer", "cosine similarity");
-  if (bins.empty()) {
-    o << "<text x='" << b.x0 + b.w / 2 << "' y='" << b.y0 + b.h / 2
-      << "' text-anchor='middle' font-size='13' fill='#888'>no calibration bins (run bicache "
-         "calibrate)</text>\n";
-  }
-  for (size_t i = 0; i < bins.size(); ++i) {
-    // Colour runs blue (short prefix) to red (long prefix).
-    const double t = bins[i].ratio_pct / 100.0;
-    const int r = static_cast<int>(40 + 200 * t), bl = static_cast<int>(220 - 180 * t);
-    char colour[16];
-    std::snprintf(colour, sizeof colour, "#%02x50%02x", r, bl);
-    o << "<polyline fill='none' stroke='" << colour << "' stroke-width='1.5' points='";
-    for (size_t l = 0; l < bins[i].similarity.size(); ++l) {
-      o << b.X(static_cast<double>(l)) << "," << b.Y(std::max(ymin, bins[i].similarity[l])) << " ";
-    }
-    o << "'/>\n";
-    // Label a handful of bins at the line's end so the legend stays readable.
-    const size_t every = std::max<size_t>(1, bins.size() / 6);
-    if ((i % every == 0 || i + 1 == bins.size()) && !bins[i].similarity.empty()) {
-      o << "<text x='" << b.x0 + b.w + 4 << "' y='"
-        << b.Y(std::max(ymin, bins[i].similarity.back())) + 4 << "' font-size='10' fill='" << colour
-        << "'>r=" << bins[i].ratio_pct << "%</text>\n";
-    }
-  }
-  o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w
-    << "' y2='" << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
-    << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5
-    << "' font-size='11'>threshold " << Num(table.threshold()) << "</text>\n";
+  // Right: the depth table's calibration curves.
+  DrawCalibration(o, 560, 50, table);
   o << "</svg>\n";
+  WriteFile(path, o.str());
+}
 
-  std::ofstream f(path);
-  f << o.str();
-  if (!f) throw FieldError(ErrorKind::kIo, "{svg}: cannot write '" + path + "'");
+void WriteCalibrationSvg(const std::string& path, const engine::DepthTable& table,
+                         const std::string& caption) {
+  std::ostringstream o;
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='520' height='460' "
+       "font-family='sans-serif'>\n"
+    << "<rect width='520' height='460' fill='white'/>\n";
+  o << "<text x='260' y='450' text-anchor='middle' font-size='11' fill='#555'>" << Esc(caption)
+    << "</text>\n";
+  DrawCalibration(o, 80, 50, table);
+  o << "</svg>\n";
+  WriteFile(path, o.str());
 }
 
 }  // namespace bicache::harness

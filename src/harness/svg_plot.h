@@ -1,5 +1,5 @@
 // `bicache bench --svg`: throughput vs accuracy per cache mode, next to the depth table's
-// calibration curves, as one self-contained SVG.
+// calibration curves, as one self-contained SVG; `bicache calibrate --svg`: the curves alone.
 #pragma once
 
 #include <string>
@@ -20,5 +20,10 @@ std::string Num(double v, int prec = 3);
 // Throws Error(kIo) naming --svg when the file cannot be written.
 void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points,
                    const engine::DepthTable& table, const std::string& caption);
+
+// `bicache calibrate --svg`: the table's curves alone (similarity by layer, or agreement with
+// none by reuse depth for criterion answers). Throws Error(kIo) naming --svg.
+void WriteCalibrationSvg(const std::string& path, const engine::DepthTable& table,
+                         const std::string& caption);
 
 }  // namespace bicache::harness

@@ -95,4 +95,41 @@ PY
 d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['cache']['depth'])" "$TMP/gen0.json")
 [[ -f $SRC/tests/data/golden/llada-tiny.gguf.depth.json || $d == 0 ]] && echo "ok   without a table: depth $d" || { echo "FAIL depth $d without a table"; fail=1; }
 
+# Criterion "answers": every depth 0..n_layer is served, the per-bin agreement curve is saved in the
+# table, each bin's depth is the deepest one whose answers agree with none's (and are right as
+# often), and the SVG draws the curves.
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answers --limit 3 --gen-length 8 \
+  --min-bin-samples 1 --min-agreement 0.3 --out "$TMP/A.json" --svg "$TMP/A.svg" >"$TMP/calA.txt" 2>"$TMP/calA.err"
+cat "$TMP/calA.txt"
+grep -q 'agreement with none by reuse depth' "$TMP/calA.txt" && grep -q 'criterion answers' "$TMP/calA.txt" \
+  && echo "ok   calibrate --criterion answers prints the agreement curves" || { echo "FAIL calibrate answers output"; cat "$TMP/calA.err"; fail=1; }
+grep -q 'answers agreeing with none' "$TMP/A.svg" && echo "ok   calibrate --svg draws the agreement curves" || { echo "FAIL calibrate --svg"; fail=1; }
+python3 - "$TMP/A.json" <<'PY' || fail=1
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["criterion"] == "answers" and t["threshold"] == 0.3 and t["bins"], t
+env = []
+for b in t["bins"]:
+    assert len(b["agreement"]) == 3 and len(b["accuracy"]) == 3, b
+    assert b["agreement"][0] == 1.0, b
+    d = 0
+    while d < 2 and b["agreement"][d + 1] >= t["threshold"] and b["accuracy"][d + 1] >= b["accuracy"][0] - 1e-12:
+        d += 1
+    env.append((b["ratio_pct"], d))
+# The table is the envelope: depth at ratio r = min over bins with ratio >= r.
+want = []
+for i, (r, _) in enumerate(env):
+    d = min(x for _, x in env[i:])
+    if d > (want[-1]["depth"] if want else 0):
+        want.append({"ratio_pct": r, "depth": d})
+assert t["points"] == want and want, (t["points"], want)  # this input reaches depth > 0 somewhere
+print("ok   answers table: %d bins, points %s follow the recorded agreement" % (len(env), t["points"]))
+PY
+rc=0
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answer --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- "--criterion: unknown depth criterion 'answer'" "$TMP/err"; then echo "ok   unknown --criterion refused"; else echo "FAIL unknown criterion: exit $rc"; cat "$TMP/err"; fail=1; fi
+rc=0
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answers --min-agreement 0 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- "--min-agreement must be in (0, 1]" "$TMP/err"; then echo "ok   --min-agreement 0 refused"; else echo "FAIL min-agreement 0: exit $rc"; cat "$TMP/err"; fail=1; fi
+
 exit $fail

@@ -1,0 +1,93 @@
+#include "harness/calibrate_run.h"
+
+#include <chrono>
+
+#include "harness/calibrate.h"
+#include "harness/calibrate_answers.h"
+#include "util/field_error.h"
+
+namespace bicache::harness {
+namespace {
+
+void CheckCommon(const CalibrateOptions& o) {
+  if (o.base.sampler.gen_length < 1)
+    throw FieldError(ErrorKind::kInvalidArgument, "{gen_length} must be >= 1");
+  if (o.bin_pct < 1 || o.bin_pct > 50)
+    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+}
+
+// Prefix + prompt + a canvas of gen_length mask tokens: the forward a served request runs.
+CalibrateReport RunKv(const engine::LoadedModel& lm,
+                      const std::vector<const SuiteSample*>& selected, CalibrateReport out) {
+  const CalibrateOptions& o = out.options;
+  if (!(o.threshold > 0 && o.threshold < 1))
+    throw FieldError(ErrorKind::kInvalidArgument, "{threshold} must be in (0, 1)");
+  const model::ModelConfig& cfg = lm.model().config();
+  std::vector<CalibrationSample> samples;
+  for (const SuiteSample* s : selected) {
+    const engine::Prompt p = SamplePrompt(lm, *s);
+    CalibrationSample cs;
+    cs.prefix_len = p.prefix_len;
+    cs.tokens = p.tokens;
+    cs.tokens.resize(p.tokens.size() + o.base.sampler.gen_length, cfg.mask_token_id);
+    if (cs.prefix_len <= 0) {
+      out.skipped_no_prefix++;
+    } else if (static_cast<int>(cs.tokens.size()) > cfg.context_length) {
+      out.skipped_too_long++;
+    } else {
+      samples.push_back(std::move(cs));
+    }
+  }
+  if (samples.empty()) {
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{suite}: no selected sample has a prefix and fits the context (" +
+                         std::to_string(cfg.context_length) + " tokens)");
+  }
+  out.samples = samples.size();
+  out.table = Calibrate(lm.model(), samples, o.threshold, o.bin_pct, [&](size_t i, size_t n) {
+    if (o.progress) o.progress("kv", i, n);
+  });
+  return out;
+}
+
+CalibrateReport RunAnswers(const engine::LoadedModel& lm, const std::vector<SuiteSample>& suite,
+                           const std::vector<const SuiteSample*>& selected, CalibrateReport out) {
+  const CalibrateOptions& o = out.options;
+  AnswerCalibrationOptions a;
+  a.base = o.base;
+  a.min_agreement = o.min_agreement;
+  a.bin_pct = o.bin_pct;
+  a.min_bin_samples = o.min_bin_samples;
+  a.batch = o.batch;
+  if (o.progress)
+    a.progress = [&](int d, size_t done, size_t n) {
+      o.progress("depth " + std::to_string(d), done, n);
+    };
+  AnswerCalibration r = CalibrateByAnswers(lm, suite, selected, std::move(a));
+  out.table = std::move(r.table);
+  out.samples = r.samples;
+  out.skipped_no_prefix = r.skipped_no_prefix;
+  out.skipped_too_long = r.skipped_too_long;
+  out.agreement = std::move(r.agreement);
+  out.accuracy = std::move(r.accuracy);
+  return out;
+}
+
+}  // namespace
+
+CalibrateReport RunCalibrate(const engine::LoadedModel& lm, const std::vector<SuiteSample>& suite,
+                             const std::vector<const SuiteSample*>& selected,
+                             CalibrateOptions options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool answers = options.criterion == engine::DepthCriterion::kAnswers;
+  if (options.bin_pct == 0) options.bin_pct = answers ? 10 : 5;
+  CheckCommon(options);
+  CalibrateReport out;
+  out.options = std::move(options);
+  out = answers ? RunAnswers(lm, suite, selected, std::move(out))
+                : RunKv(lm, selected, std::move(out));
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace bicache::harness
