@@ -6,6 +6,10 @@
 //                     paper reports (generated tokens / wall time).
 //   answer tokens/s = answer tokens (before the first stop token) / the same seconds.
 //   agreement       = share of requests whose answer is token-for-token the `none` answer.
+//   delta accuracy  = accuracy(mode) - accuracy(baseline) on the same requests (a fraction in the
+//                     JSON, points in the table), with Newcombe's paired 95% interval and the
+//                     exact McNemar p (harness/paired_stats.h); baseline `none`, and `dual` for
+//                     bicache+dual.
 //   hit rate        = prefix-store hits / lookups (Engine::cache_stats); the first request of each
 //                     prefix misses and builds, so M requests per prefix cap it at (M-1)/M.
 #pragma once
@@ -18,7 +22,9 @@
 namespace bicache::harness {
 
 // {"modes", "speedup_vs_none", "speedup_vs_dual", "settings", "depth_table", "efficiency",
-// "targets"}: everything the table prints is read back from it.
+// "targets"}: everything the table prints is read back from it. Each mode carries "correct" (0/1
+// per request, in request order) and "vs_none" / "vs_dual" (paired accuracy,
+// harness/paired_stats.h), overall and in "by_band".
 nlohmann::json BenchJson(const BenchReport& report);
 // The table on stdout; `doc` is BenchJson(report).
 void PrintBenchText(const BenchReport& report, const nlohmann::json& doc);

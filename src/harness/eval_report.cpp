@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "diffusion/sampler_config.h"
+#include "harness/paired_stats.h"
 
 namespace bicache::harness {
 
@@ -36,14 +37,18 @@ void PrintEvalText(const EvalReport& report, const EvalSummary& s) {
           : "",
       base.sampler.gen_length, base.sampler.steps, base.sampler.block_length,
       diffusion::AlgorithmName(base.sampler.algorithm), (unsigned long long)base.sampler.seed);
-  std::printf("%-12s %5s %8s %9s\n", "family", "n", "correct", "accuracy");
+  // The Wilson 95% interval says how far the accuracy could move on another draw of as many
+  // samples: with 100 samples it spans about +-10 points.
+  std::printf("%-12s %5s %8s %9s  %s\n", "family", "n", "correct", "accuracy", "95% interval");
+  auto row = [](const std::string& name, const EvalSummary::Tally& t) {
+    const Interval ci = WilsonInterval(t.correct, t.n);
+    std::printf("%-12s %5d %8d %9.3f  [%.3f, %.3f]\n", name.c_str(), t.n, t.correct, t.accuracy(),
+                ci.lo, ci.hi);
+  };
   for (const std::string& f : report.family_order) {
-    auto it = s.by_family.find(f);
-    if (it == s.by_family.end()) continue;
-    std::printf("%-12s %5d %8d %9.3f\n", f.c_str(), it->second.n, it->second.correct,
-                it->second.accuracy());
+    if (auto it = s.by_family.find(f); it != s.by_family.end()) row(f, it->second);
   }
-  std::printf("%-12s %5d %8d %9.3f\n", "overall", s.all.n, s.all.correct, s.all.accuracy());
+  row("overall", s.all);
   std::printf(
       "mean steps %.2f, mean forwards %.2f, %.1f tokens/s, cache hit rate %.3f, mean depth "
       "%.2f, "
@@ -55,9 +60,16 @@ void PrintEvalText(const EvalReport& report, const EvalSummary& s) {
 
 nlohmann::json EvalJson(const EvalReport& report, const EvalSummary& s) {
   using nlohmann::json;
-  json accuracy = json::object();
+  auto ci95 = [](const EvalSummary::Tally& t) {
+    const Interval ci = WilsonInterval(t.correct, t.n);
+    return json::array({ci.lo, ci.hi});
+  };
+  json accuracy = json::object(), accuracy_ci95 = json::object();
   for (const std::string& f : report.family_order) {
-    if (auto it = s.by_family.find(f); it != s.by_family.end()) accuracy[f] = it->second.accuracy();
+    if (auto it = s.by_family.find(f); it != s.by_family.end()) {
+      accuracy[f] = it->second.accuracy();
+      accuracy_ci95[f] = ci95(it->second);
+    }
   }
   json results = json::array();
   for (const EvalOutcome& out : report.outcomes) {
@@ -81,7 +93,9 @@ nlohmann::json EvalJson(const EvalReport& report, const EvalSummary& s) {
   const auto& sc = o.base.sampler;
   return {{"n", s.all.n},
           {"overall", s.all.accuracy()},
+          {"overall_ci95", ci95(s.all)},
           {"accuracy", accuracy},
+          {"accuracy_ci95", accuracy_ci95},
           {"settings",
            {{"model", report.model_path},
             {"suite", o.suite},

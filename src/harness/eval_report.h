@@ -26,7 +26,8 @@ struct EvalSummary {
 EvalSummary SummarizeEval(const EvalReport& report);
 // The human-readable report on stdout.
 void PrintEvalText(const EvalReport& report, const EvalSummary& summary);
-// Per-sample results, the summary and the settings.
+// Per-sample results, the summary and the settings. Accuracy comes with Wilson 95% intervals
+// ("overall_ci95", "accuracy_ci95"); the per-sample "correct" flags let two runs be paired later.
 nlohmann::json EvalJson(const EvalReport& report, const EvalSummary& summary);
 
 }  // namespace bicache::harness

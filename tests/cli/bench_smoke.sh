@@ -79,6 +79,30 @@ for m in ["llm", "bicache", "bicache+dual"]:
 assert j["depth_table"]["present"] and j["depth_table"]["max_depth"] == 2
 assert j["settings"]["block_length"] == 2  # dual included, no --block-length: gen/4
 assert j["efficiency"]["gemm_gflops"] > 0
+# Paired accuracy: every mode against none (bicache+dual also against dual), on the same requests.
+for m in modes:
+    d = j["modes"][m]
+    assert d["correct"] == [x for x in d["correct"] if x in (0, 1)] and len(d["correct"]) == n, m
+    assert abs(sum(d["correct"]) / n - d["accuracy"]) < 1e-9, m
+    want = {"vs_none"} if m != "none" else set()
+    if m == "bicache+dual":
+        want.add("vs_dual")
+    assert {k for k in d if k.startswith("vs_")} == want, (m, d.keys())
+    for key in want:
+        p = d[key]
+        base = j["modes"][p["versus"]]
+        assert "vs_" + p["versus"] == key and p["n"] == n, (m, p)
+        assert abs(p["accuracy"] - d["accuracy"]) < 1e-9, (m, p)
+        assert abs(p["accuracy_versus"] - base["accuracy"]) < 1e-9, (m, p)
+        assert abs(p["delta_accuracy"] - (d["accuracy"] - base["accuracy"])) < 1e-9, (m, p)
+        lo, hi = p["ci95"]
+        assert -1 <= lo <= p["delta_accuracy"] <= hi <= 1 and hi - lo > 0.1, (m, p)  # 4 requests
+        assert 0 <= p["mcnemar_p"] <= 1, (m, p)
+        gain = sum(a and not b for a, b in zip(d["correct"], base["correct"]))
+        loss = sum(b and not a for a, b in zip(d["correct"], base["correct"]))
+        assert p["discordant"] == [gain, loss], (m, p)
+        if key == "vs_none":
+            assert p["agreement"] == d["agreement"], (m, p)
 # The project's targets, with what was measured against them.
 t = {x["mode"]: x for x in j["targets"]}
 assert set(t) == {"bicache", "bicache+dual"}, t
@@ -88,13 +112,41 @@ for x in t.values():
     assert abs(x["speedup"] - want) < 1e-9, x
     assert x["speedup_met"] == (x["speedup"] >= x["speedup_target"]), x
     assert abs(x["speedup_shortfall"] - max(0.0, x["speedup_target"] - x["speedup"])) < 1e-9, x
-    acc = 100 * (j["modes"][x["mode"]]["accuracy"] - j["modes"]["none"]["accuracy"])
-    assert abs(x["accuracy_points_vs_none"] - acc) < 1e-9, x
+    # One accuracy check (no bands here), read from the paired object; 4 requests give an
+    # interval far wider than 2 points, so "within 1 point" cannot be claimed.
+    checks = x["accuracy_checks"]
+    assert [c["scope"] for c in checks] == ["all"], checks
+    p = j["modes"][x["mode"]]["vs_" + x["versus"]]
+    assert checks[0]["delta_accuracy"] == p["delta_accuracy"] and checks[0]["ci95"] == p["ci95"]
+    assert not checks[0]["met"] and not x["accuracy_met"], x
 print("bench json ok")
 PY
 
 grep -q "^target: bicache " "$TMP/stdout.txt" || { echo "no target line in the table"; exit 1; }
+grep -q "accuracy, paired on the same requests" "$TMP/stdout.txt" || { echo "no paired accuracy in the table"; exit 1; }
+grep -q "^target: bicache .*NOT shown within 1 point of none" "$TMP/stdout.txt" || { echo "4 requests claimed 1 point"; exit 1; }
 grep -q "where the time goes" "$TMP/stdout.txt" || { echo "no per-phase breakdown in the table"; exit 1; }
+
+# --ratio-band sweep: the paired objects per band, and one accuracy check per scope.
+"$BIN" bench -m "$TMP/m.gguf" --prefixes 2 --per-prefix 2 --gen-length 8 -t 2 --ratio-band sweep \
+  --modes none,bicache --json "$TMP/sweep.json" > "$TMP/sweep.txt" 2>/dev/null
+python3 - "$TMP/sweep.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+b = j["modes"]["bicache"]
+assert b["vs_none"]["n"] == 8, b["vs_none"]
+for band in ("short", "long"):
+    p = b["by_band"][band]["vs_none"]
+    assert p["n"] == 4 and p["versus"] == "none", (band, p)
+    assert p["ci95"][0] <= p["delta_accuracy"] <= p["ci95"][1], (band, p)
+    assert "vs_none" not in j["modes"]["none"]["by_band"][band]
+(t,) = j["targets"]
+assert [c["scope"] for c in t["accuracy_checks"]] == ["all", "short", "long"], t
+assert t["accuracy_checks"][1]["ci95"] == b["by_band"]["short"]["vs_none"]["ci95"], t
+print("bench sweep json ok")
+PY
+grep -Eq "^  bicache +none +long +4 " "$TMP/sweep.txt" || { echo "no per-band paired line"; exit 1; }
+
 head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
 grep -q '</svg>' "$TMP/out.svg"
 echo "bench smoke ok"

@@ -26,9 +26,15 @@ for r in j["results"]:
 assert [r["family"] for r in j["results"]] == ["docqa"] * 2 + ["rule"] * 2 + ["arith"] * 2
 assert 0 <= j["overall"] <= 1
 assert j["settings"]["cache"] == "bicache" and j["settings"]["gen_length"] == 32
-print("ok   eval JSON has the required keys, n == 6, 2 per family in file order")
+# Wilson 95% intervals: around the accuracy, inside [0, 1], wide for 2 samples per family.
+lo, hi = j["overall_ci95"]
+assert 0 <= lo <= j["overall"] <= hi <= 1 and hi - lo > 0.3, j["overall_ci95"]
+assert sorted(j["accuracy_ci95"]) == sorted(j["accuracy"]), j["accuracy_ci95"]
+for f, (lo, hi) in j["accuracy_ci95"].items():
+    assert 0 <= lo <= j["accuracy"][f] <= hi <= 1 and hi - lo > 0.5, (f, lo, hi)
+print("ok   eval JSON has the required keys, n == 6, 2 per family in file order, 95% intervals")
 PY
-for word in docqa rule arith overall "cache hit rate" "mean depth" "tokens/s"; do
+for word in docqa rule arith overall "95% interval" "cache hit rate" "mean depth" "tokens/s"; do
   grep -q "$word" "$TMP/eval.txt" || { echo "FAIL eval table lacks '$word'"; fail=1; }
 done
 # Same seed, same answers.
