@@ -304,6 +304,7 @@ json DepthTableJson(const BenchReport& report) {
   const engine::DepthTable& table = report.table;
   json jt = {{"path", report.depth_table_path},
              {"present", !table.empty()},
+             {"criterion", engine::DepthCriterionName(table.criterion())},
              {"threshold", table.threshold()},
              {"n_layer", table.n_layer()},
              {"max_depth", table.max_depth()},
@@ -312,8 +313,13 @@ json DepthTableJson(const BenchReport& report) {
   for (const auto& p : table.points())
     jt["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
   for (const auto& b : table.bins()) {
-    jt["bins"].push_back(
-        {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}, {"similarity", b.similarity}});
+    json bin = {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}};
+    if (!b.similarity.empty()) bin["similarity"] = b.similarity;
+    if (!b.agreement.empty()) {
+      bin["agreement"] = b.agreement;
+      bin["accuracy"] = b.accuracy;
+    }
+    jt["bins"].push_back(std::move(bin));
   }
   return jt;
 }

@@ -105,8 +105,8 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     for (double& v : b.accuracy) v /= b.samples;
     list.push_back(std::move(b));
   }
-  out.table = engine::DepthTable::FromAnswerBins(std::move(list), o.min_agreement, L,
-                                                 o.min_bin_samples);
+  out.table =
+      engine::DepthTable::FromAnswerBins(std::move(list), o.min_agreement, L, o.min_bin_samples);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -31,9 +31,9 @@ struct AnswerCalibrationOptions {
 
 struct AnswerCalibration {
   engine::DepthTable table;
-  size_t samples = 0;            // samples that had a prefix and fit the context
-  int skipped_no_prefix = 0;     // skipped: no shared prefix
-  int skipped_too_long = 0;      // skipped: prompt + canvas over the context
+  size_t samples = 0;             // samples that had a prefix and fit the context
+  int skipped_no_prefix = 0;      // skipped: no shared prefix
+  int skipped_too_long = 0;       // skipped: prompt + canvas over the context
   std::vector<double> agreement;  // [n_layer + 1] over every sample, index = depth
   std::vector<double> accuracy;   // [n_layer + 1]
   double seconds = 0;

@@ -39,8 +39,7 @@ void PrintAnswerBins(std::FILE* out, const CalibrateReport& r) {
     std::snprintf(label, sizeof label, "%d-%d", b.ratio_pct, b.ratio_pct + r.options.bin_pct);
     row(label, b.samples, b.agreement, b.accuracy, t.DepthOfBin(b));
   }
-  if (!r.agreement.empty())
-    row("all", static_cast<int>(r.samples), r.agreement, r.accuracy, -1);
+  if (!r.agreement.empty()) row("all", static_cast<int>(r.samples), r.agreement, r.accuracy, -1);
   std::fprintf(out,
                "(bins with fewer than %d samples are dropped; a dropped ratio takes the depth of "
                "the nearest lower bin)\n",
@@ -54,8 +53,9 @@ void PrintCalibrateText(std::FILE* out, const CalibrateReport& r, const std::str
   const engine::DepthTable& t = r.table;
   const bool answers = t.criterion() == engine::DepthCriterion::kAnswers;
   std::fprintf(out, "model: %s (%d layers), %zu samples, criterion %s, %s %.3f, bins of %d%%\n",
-               model_path.c_str(), t.n_layer(), r.samples, engine::DepthCriterionName(t.criterion()),
-               answers ? "min agreement" : "threshold", t.threshold(), r.options.bin_pct);
+               model_path.c_str(), t.n_layer(), r.samples,
+               engine::DepthCriterionName(t.criterion()), answers ? "min agreement" : "threshold",
+               t.threshold(), r.options.bin_pct);
   if (answers)
     PrintAnswerBins(out, r);
   else

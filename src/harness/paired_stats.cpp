@@ -72,8 +72,8 @@ Interval NewcombePairedInterval(const PairedCounts& c) {
   const double margins = static_cast<double>(x1) * (n - x1) * x2 * (n - x2);
   double phi = 0;
   if (margins > 0) {
-    const double ad_bc = static_cast<double>(c.both) * c.neither -
-                         static_cast<double>(c.b_only) * c.a_only;
+    const double ad_bc =
+        static_cast<double>(c.both) * c.neither - static_cast<double>(c.b_only) * c.a_only;
     const double num = ad_bc > n / 2.0 ? ad_bc - n / 2.0 : (ad_bc < 0 ? ad_bc : 0.0);
     phi = std::clamp(num / std::sqrt(margins), -1.0, 1.0);
   }
