@@ -103,6 +103,13 @@ Runner AddInfo(CLI::App& app) {
         c.head_dim, c.d_ff, c.n_vocab, c.context_length,
         c.rope_layout == kernels::RopeLayout::kNormal ? "normal" : "neox", c.rope_base, c.rms_eps,
         c.mask_token_id, c.shift_logits ? "shifted" : "unshifted");
+    if (c.is_moe()) {
+      std::printf(
+          "experts: %d per layer, top-%d per token (softmax router, chosen weights %s), expert "
+          "d_ff %d, q/k norm %s\n",
+          c.n_expert, c.n_expert_used, c.expert_weights_norm ? "renormalised" : "as routed",
+          c.d_ff_exp, c.qk_norm ? "per head" : "none");
+    }
     const auto precision = kernels::ActiveMatmulPrecision();
     std::printf("matmul: oneDNN %s%s\n", kernels::MatmulPrecisionName(precision),
                 kernels::Bf16MatmulAvailable()

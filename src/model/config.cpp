@@ -11,6 +11,7 @@ constexpr uint64_t kMaxLayers = 1024;
 constexpr uint64_t kMaxDim = 1u << 17;
 constexpr uint64_t kMaxHeads = 4096;
 constexpr uint64_t kMaxContext = 1u << 24;
+constexpr uint64_t kMaxExperts = 4096;
 
 [[noreturn]] void Fail(const std::string& msg) {
   throw Error(ErrorKind::kModel, msg);
@@ -28,8 +29,49 @@ int ReadBounded(const format::GgufFile& f, const std::string& key, uint64_t lo, 
 }  // namespace
 
 const char* ArchName(Arch arch) {
-  return arch == Arch::kLlada ? "llada" : "dream";
+  switch (arch) {
+    case Arch::kLlada:
+      return "llada";
+    case Arch::kDream:
+      return "dream";
+    case Arch::kLladaMoe:
+      return "llada-moe";
+  }
+  return "?";
 }
+
+namespace {
+
+// The expert keys of a mixture-of-experts architecture (as llama.cpp's converter writes them):
+// expert_count, expert_used_count and expert_feed_forward_length (absent: d_ff / used, as
+// llama.cpp reads it). One error per way the counts can be wrong.
+void ReadExperts(const format::GgufFile& f, const std::string& p, ModelConfig* c) {
+  const uint64_t n = f.GetUInt(p + "expert_count");
+  if (n == 0)
+    Fail("metadata key '" + p + "expert_count' is 0: a mixture-of-experts model needs experts");
+  if (n > kMaxExperts) {
+    Fail("metadata key '" + p + "expert_count' = " + std::to_string(n) + " exceeds " +
+         std::to_string(kMaxExperts));
+  }
+  const uint64_t used = f.GetUInt(p + "expert_used_count");
+  if (used == 0) Fail("metadata key '" + p + "expert_used_count' is 0: each token needs an expert");
+  if (used > n) {
+    Fail("metadata key '" + p + "expert_used_count' = " + std::to_string(used) +
+         " exceeds expert_count = " + std::to_string(n));
+  }
+  c->n_expert = static_cast<int>(n);
+  c->n_expert_used = static_cast<int>(used);
+  if (f.Has(p + "expert_feed_forward_length")) {
+    c->d_ff_exp = ReadBounded(f, p + "expert_feed_forward_length", 1, kMaxDim * 4);
+  } else if (c->d_ff >= c->n_expert_used) {
+    c->d_ff_exp = c->d_ff / c->n_expert_used;
+  } else {
+    Fail("metadata key '" + p + "expert_feed_forward_length' is missing (and no " + p +
+         "feed_forward_length to derive it from)");
+  }
+}
+
+}  // namespace
 
 ModelConfig ReadConfig(const format::GgufFile& f) {
   ModelConfig c;
@@ -40,9 +82,14 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   } else if (arch == "dream") {
     c.arch = Arch::kDream;
     c.rope_layout = kernels::RopeLayout::kNeox;
+  } else if (arch == "llada-moe") {  // llama.cpp ropes it NEOX-style, Q/K normed per head
+    c.arch = Arch::kLladaMoe;
+    c.rope_layout = kernels::RopeLayout::kNeox;
+    c.qk_norm = true;
   } else {
-    throw Error(ErrorKind::kUnsupported, "unsupported architecture '" + arch +
-                                             "' (general.architecture); supported: llada, dream");
+    throw Error(ErrorKind::kUnsupported,
+                "unsupported architecture '" + arch +
+                    "' (general.architecture); supported: llada, dream, llada-moe");
   }
   const std::string p = arch + ".";
   c.name = f.GetStringOr("general.name").value_or(arch);
@@ -52,7 +99,11 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   c.n_kv_head = f.Has(p + "attention.head_count_kv")
                     ? ReadBounded(f, p + "attention.head_count_kv", 1, kMaxHeads)
                     : c.n_head;
-  c.d_ff = ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4);
+  const bool moe = c.arch == Arch::kLladaMoe;
+  c.d_ff = !moe || f.Has(p + "feed_forward_length")
+               ? ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4)
+               : 0;
+  if (moe) ReadExperts(f, p, &c);
   c.context_length = ReadBounded(f, p + "context_length", 1, kMaxContext);
   const double eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon");
   if (!(eps > 0 && eps < 1))

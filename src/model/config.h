@@ -1,4 +1,5 @@
-// Model hyper-parameters read from GGUF metadata (architectures `llada` and `dream`).
+// Model hyper-parameters read from GGUF metadata (architectures `llada`, `dream` and the
+// mixture-of-experts `llada-moe`).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 namespace bicache::model {
 
-enum class Arch { kLlada, kDream };
+enum class Arch { kLlada, kDream, kLladaMoe };
 const char* ArchName(Arch arch);
 
 struct ModelConfig {
@@ -20,7 +21,7 @@ struct ModelConfig {
   int n_head = 0;              // {arch}.attention.head_count
   int n_kv_head = 0;           // {arch}.attention.head_count_kv (default n_head)
   int head_dim = 0;            // d_model / n_head
-  int d_ff = 0;                // {arch}.feed_forward_length
+  int d_ff = 0;                // {arch}.feed_forward_length (dense FFN; optional for MoE)
   int n_vocab = 0;             // rows of token_embd
   int context_length = 0;      // {arch}.context_length
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
@@ -28,9 +29,16 @@ struct ModelConfig {
   kernels::RopeLayout rope_layout = kernels::RopeLayout::kNormal;  // llada normal, dream neox
   bool shift_logits = false;   // diffusion.shift_logits; absent: false for llada, true for dream
   int32_t mask_token_id = -1;  // tokenizer.ggml.mask_token_id (required)
+  // Mixture of experts (llada-moe); 0 experts = a dense model.
+  int n_expert = 0;       // {arch}.expert_count
+  int n_expert_used = 0;  // {arch}.expert_used_count (top-k per token)
+  int d_ff_exp = 0;       // {arch}.expert_feed_forward_length (default d_ff / n_expert_used)
+  bool expert_weights_norm = false;  // renormalise the chosen router weights to sum to 1
+  bool qk_norm = false;              // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
+  bool is_moe() const { return n_expert > 0; }
 };
 
 // Reads and validates the configuration. Throws Error(kUnsupported) for another architecture and

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/ops.h"
+#include "model/moe.h"
 #include "util/error.h"
 #include "util/grow.h"
 
@@ -244,6 +245,14 @@ void ProjectQkv(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf
       kernels::AddBiasRows(&v[(size_t)b * kvd], w.bv.data(), e - b, kvd);
     });
   }
+  if (!w.q_norm.empty()) {  // llada-moe: RMSNorm over each head's head_dim values
+    ParallelRows(R, [&](int b, int e) {
+      kernels::RmsNorm(&q[(size_t)b * qd], w.q_norm.data(), &q[(size_t)b * qd],
+                       (size_t)(e - b) * c.n_head, hd, c.rms_eps);
+      kernels::RmsNorm(&k[(size_t)b * kvd], w.k_norm.data(), &k[(size_t)b * kvd],
+                       (size_t)(e - b) * c.n_kv_head, hd, c.rms_eps);
+    });
+  }
   ParallelRows(R, [&](int b, int e) {
     kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &buf.pos[b], c.rope_base,
                   c.rope_layout);
@@ -290,7 +299,7 @@ void AttendSequences(const ModelConfig& c, const std::vector<SeqView>& seqs, con
   }
 }
 
-// x += W_down(SwiGLU(W_gate h, W_up h)) with h = RMSNorm(x).
+// x += W_down(SwiGLU(W_gate h, W_up h)) with h = RMSNorm(x); for MoE, x += MoE(h).
 void FeedForward(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf,
                  ForwardStats* st) {
   const int d = c.d_model, ff = c.d_ff;
@@ -298,6 +307,10 @@ void FeedForward(const ModelConfig& c, const LayerWeights& w, int R, Buffers& bu
   ParallelRows(R, [&](int b, int e) {
     kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps);
   });
+  if (c.is_moe()) {
+    MoeFeedForward(c, w, h, R, x, st);
+    return;
+  }
   Project(w.w_gate, h, R, gate, st);
   Project(w.w_up, h, R, up, st);
   ParallelRows(R, [&](int b, int e) {

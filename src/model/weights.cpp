@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "model/moe.h"
 #include "util/error.h"
 
 namespace bicache::model {
@@ -108,6 +109,14 @@ Model::Model(format::GgufFile file) : file_(std::move(file)) {
     }
     w.wo = LoadLinear(f, b + "attn_output.weight", q, d);
     w.ffn_norm = LoadVector(f, b + "ffn_norm.weight", d);
+    if (c.qk_norm) {
+      w.q_norm = LoadVector(f, b + "attn_q_norm.weight", c.head_dim);
+      w.k_norm = LoadVector(f, b + "attn_k_norm.weight", c.head_dim);
+    }
+    if (c.is_moe()) {
+      LoadMoeFfn(f, c, b, &w);
+      continue;
+    }
     w.w_gate = LoadLinear(f, b + "ffn_gate.weight", d, ff);
     w.w_up = LoadLinear(f, b + "ffn_up.weight", d, ff);
     w.w_down = LoadLinear(f, b + "ffn_down.weight", ff, d);

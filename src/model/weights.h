@@ -26,6 +26,12 @@ struct LayerWeights {
   kernels::Linear w_gate;         // [d_ff, d]
   kernels::Linear w_up;           // [d_ff, d]
   kernels::Linear w_down;         // [d, d_ff]
+  // llada-moe: per-head Q/K norms and the routed experts (dense w_gate/w_up/w_down absent).
+  std::vector<float> q_norm, k_norm;      // [head_dim]
+  std::vector<float> router;              // [n_expert, d] ffn_gate_inp, float32
+  std::vector<kernels::Linear> exp_gate;  // n_expert x [d_ff_exp, d]  slices of ffn_gate_exps
+  std::vector<kernels::Linear> exp_up;    // n_expert x [d_ff_exp, d]  slices of ffn_up_exps
+  std::vector<kernels::Linear> exp_down;  // n_expert x [d, d_ff_exp]  slices of ffn_down_exps
 };
 
 class Model {
