@@ -122,9 +122,9 @@ TEST(ModelMoe, BatchAndPartialPlansMatchTheFullForward) {
 
 // The fixture rewritten with `edit` applied to its metadata and tensors, loaded from memory.
 using Edit = std::function<void(format::GgufWriter&)>;
-std::unique_ptr<Model> LoadEdited(const Edit& set_values,
-                                  const std::function<bool(const format::TensorInfo&,
-                                                           format::GgufWriter&)>& replace) {
+std::unique_ptr<Model> LoadEdited(
+    const Edit& set_values,
+    const std::function<bool(const format::TensorInfo&, format::GgufWriter&)>& replace) {
   const format::GgufFile src = format::GgufFile::Open(DataPath("moe/llada-moe-tiny.gguf"));
   format::GgufWriter w;
   for (const auto& [key, value] : src.metadata()) {
@@ -139,10 +139,10 @@ std::unique_ptr<Model> LoadEdited(const Edit& set_values,
   return Model::FromFile(format::GgufFile::FromBytes(bytes));
 }
 
-void ExpectModelError(const Edit& set_values,
-                      const std::function<bool(const format::TensorInfo&, format::GgufWriter&)>&
-                          replace,
-                      const std::string& needle) {
+void ExpectModelError(
+    const Edit& set_values,
+    const std::function<bool(const format::TensorInfo&, format::GgufWriter&)>& replace,
+    const std::string& needle) {
   try {
     LoadEdited(set_values, replace);
     FAIL() << "expected an error mentioning " << needle;
@@ -180,8 +180,9 @@ TEST(ModelMoe, BadExpertMetadataAndTensorsGetOneClearErrorEach) {
                    "but expert_count is 4");
   ExpectModelError([](format::GgufWriter&) {}, Reshape("blk.0.ffn_gate_inp.weight", {64, 5}),
                    "tensor 'blk.0.ffn_gate_inp.weight' routes to 5 experts");
-  ExpectModelError([](format::GgufWriter&) {}, Reshape("blk.0.ffn_down_exps.weight", {64, 32, 4}),
-                   "tensor 'blk.0.ffn_down_exps.weight' has shape [64, 32, 4], expected [32, 64, 4]");
+  ExpectModelError(
+      [](format::GgufWriter&) {}, Reshape("blk.0.ffn_down_exps.weight", {64, 32, 4}),
+      "tensor 'blk.0.ffn_down_exps.weight' has shape [64, 32, 4], expected [32, 64, 4]");
 }
 
 }  // namespace

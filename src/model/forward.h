@@ -1,4 +1,4 @@
-// The forward pass of `llada` / `dream` models over a ragged batch of sequences.
+// The forward pass of `llada` / `dream` / `llada-moe` models over a ragged batch of sequences.
 //
 // Every sequence has its own SeqPlan (model/plan.h). Tokens of all sequences that are computed
 // in a layer are stacked into one matrix so each projection is a single oneDNN matmul over the

@@ -21,7 +21,7 @@ struct MoeScratch {
 
 // logits[r, e] = router[e, :] . h[r, :] in float32.   h: [rows, d], router: [E, d]
 void RouterLogits(const float* router, const float* h, int rows, int d, int E, float* logits) {
-#pragma omp parallel for schedule(static) if (static_cast<int64_t>(rows) * E * d > (1 << 16))
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(rows) * E * d > (1 << 16))
   for (int r = 0; r < rows; ++r) {
     const float* x = h + static_cast<size_t>(r) * d;
     for (int e = 0; e < E; ++e) {
@@ -70,8 +70,8 @@ void RouteTopK(float* logits, int rows, int n_expert, int k, bool renormalise, i
   }
 }
 
-void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h, int rows,
-                    float* x, ForwardStats* st) {
+void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h, int rows, float* x,
+                    ForwardStats* st) {
   const int d = c.d_model, ff = c.d_ff_exp, E = c.n_expert, K = c.n_expert_used;
   thread_local MoeScratch sc;
   const size_t slots = static_cast<size_t>(rows) * K;
@@ -89,7 +89,7 @@ void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h,
     const int n = begin[e + 1] - begin[e];
     if (n == 0) continue;  // no row chose it: its weights are never read
     const int* my = slot_of + begin[e];
-    float* xe = GrowTo(sc.xe, static_cast<size_t>(n) * d);     // [n, d]  its rows of h
+    float* xe = GrowTo(sc.xe, static_cast<size_t>(n) * d);       // [n, d]  its rows of h
     float* gate = GrowTo(sc.gate, static_cast<size_t>(n) * ff);  // [n, ff]
     float* up = GrowTo(sc.up, static_cast<size_t>(n) * ff);      // [n, ff]
     float* ye = GrowTo(sc.ye, static_cast<size_t>(n) * d);       // [n, d]

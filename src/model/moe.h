@@ -30,7 +30,7 @@ void RouteTopK(float* logits, int rows, int n_expert, int k, bool renormalise, i
 
 // x[rows, d] += MoE(h[rows, d]) with the layer's router and experts. Adds the active experts'
 // GEMM FLOPs (and the router's) to st->matmul_flops.
-void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h, int rows,
-                    float* x, ForwardStats* st);
+void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h, int rows, float* x,
+                    ForwardStats* st);
 
 }  // namespace bicache::model
