@@ -1,4 +1,4 @@
-// The llada-moe architecture: logits against the independent PyTorch reference
+// The llada-moe and rnd1 architectures: logits against the independent PyTorch reference
 // (tools/reference/make_moe_golden.py), routing, batching and partial plans, and one clear load
 // error per way the expert metadata or tensors can disagree.
 #include <gtest/gtest.h>
@@ -29,17 +29,20 @@ float MaxAbsDiff(const std::vector<float>& a, const float* b) {
 TEST(ModelMoe, GoldenFilesMatchTheReference) {
   std::ifstream f(DataPath("moe/moe_golden.json"));
   const nlohmann::json golden = nlohmann::json::parse(f);
-  ASSERT_EQ(golden.at("models").size(), 3u);  // f32, f16, bf16
+  ASSERT_EQ(golden.at("models").size(), 4u);  // llada-moe f32, f16, bf16; rnd1 f32
   for (const auto& g : golden.at("models")) {
     SCOPED_TRACE(g["file"].get<std::string>());
     auto m = Model::Load(DataPath("moe/" + g["file"].get<std::string>()));
     const ModelConfig& c = m->config();
-    EXPECT_EQ(c.arch, Arch::kLladaMoe);
-    EXPECT_EQ(c.n_expert, 4);
-    EXPECT_EQ(c.n_expert_used, 2);
-    EXPECT_EQ(c.d_ff_exp, 32);
+    const nlohmann::json& gc = g["config"];
+    EXPECT_EQ(ArchName(c.arch), g["arch"].get<std::string>());
+    EXPECT_EQ(c.n_expert, gc["n_expert"].get<int>());
+    EXPECT_EQ(c.n_expert_used, gc["n_expert_used"].get<int>());
+    EXPECT_EQ(c.d_ff_exp, gc["ff_exp"].get<int>());
+    EXPECT_EQ(c.head_dim, gc.value("head_dim", c.d_model / c.n_head));
+    EXPECT_EQ(c.expert_weights_norm, g["renormalised"].get<bool>());
+    EXPECT_EQ(c.shift_logits, g["shift_logits"].get<bool>());
     EXPECT_TRUE(c.qk_norm);
-    EXPECT_FALSE(c.shift_logits);
     EXPECT_EQ(c.rope_layout, kernels::RopeLayout::kNeox);
     const auto toks = g["tokens"].get<std::vector<int32_t>>();
     const int V = g["n_vocab"];

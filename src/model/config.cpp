@@ -36,6 +36,8 @@ const char* ArchName(Arch arch) {
       return "dream";
     case Arch::kLladaMoe:
       return "llada-moe";
+    case Arch::kRnd1:
+      return "rnd1";
   }
   return "?";
 }
@@ -71,6 +73,24 @@ void ReadExperts(const format::GgufFile& f, const std::string& p, ModelConfig* c
   }
 }
 
+// attention.key_length when present (Qwen3 lineage: n_head * head_dim need not be d_model; the
+// value length must then equal it), else d_model / n_head.
+int ReadHeadDim(const format::GgufFile& f, const std::string& p, const ModelConfig& c) {
+  if (f.Has(p + "attention.key_length")) {
+    const int k = ReadBounded(f, p + "attention.key_length", 2, kMaxDim);
+    if (auto v = f.GetUIntOr(p + "attention.value_length"); v && *v != static_cast<uint64_t>(k)) {
+      Fail("metadata key '" + p + "attention.value_length' = " + std::to_string(*v) +
+           " differs from attention.key_length = " + std::to_string(k));
+    }
+    return k;
+  }
+  if (c.d_model % c.n_head != 0) {
+    Fail(p + "embedding_length (" + std::to_string(c.d_model) +
+         ") is not a multiple of attention.head_count (" + std::to_string(c.n_head) + ")");
+  }
+  return c.d_model / c.n_head;
+}
+
 }  // namespace
 
 ModelConfig ReadConfig(const format::GgufFile& f) {
@@ -86,10 +106,15 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
     c.arch = Arch::kLladaMoe;
     c.rope_layout = kernels::RopeLayout::kNeox;
     c.qk_norm = true;
+  } else if (arch == "rnd1") {  // Qwen3-MoE lineage: NEOX RoPE, Q/K norms, top-k renormalised
+    c.arch = Arch::kRnd1;
+    c.rope_layout = kernels::RopeLayout::kNeox;
+    c.qk_norm = true;
+    c.expert_weights_norm = true;
   } else {
     throw Error(ErrorKind::kUnsupported,
                 "unsupported architecture '" + arch +
-                    "' (general.architecture); supported: llada, dream, llada-moe");
+                    "' (general.architecture); supported: llada, dream, llada-moe, rnd1");
   }
   const std::string p = arch + ".";
   c.name = f.GetStringOr("general.name").value_or(arch);
@@ -99,7 +124,7 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   c.n_kv_head = f.Has(p + "attention.head_count_kv")
                     ? ReadBounded(f, p + "attention.head_count_kv", 1, kMaxHeads)
                     : c.n_head;
-  const bool moe = c.arch == Arch::kLladaMoe;
+  const bool moe = c.arch == Arch::kLladaMoe || c.arch == Arch::kRnd1;
   c.d_ff = !moe || f.Has(p + "feed_forward_length")
                ? ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4)
                : 0;
@@ -114,15 +139,11 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
     Fail("metadata key '" + p + "rope.freq_base' must be in (1, 1e12)");
   c.rope_base = static_cast<float>(base);
 
-  if (c.d_model % c.n_head != 0) {
-    Fail(p + "embedding_length (" + std::to_string(c.d_model) +
-         ") is not a multiple of attention.head_count (" + std::to_string(c.n_head) + ")");
-  }
   if (c.n_head % c.n_kv_head != 0) {
     Fail(p + "attention.head_count (" + std::to_string(c.n_head) +
          ") is not a multiple of attention.head_count_kv (" + std::to_string(c.n_kv_head) + ")");
   }
-  c.head_dim = c.d_model / c.n_head;
+  c.head_dim = ReadHeadDim(f, p, c);
   if (c.head_dim % 2 != 0)
     Fail("head dimension " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
   if (auto rope_dim = f.GetUIntOr(p + "rope.dimension_count")) {
@@ -137,7 +158,9 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
                 "metadata key '" + p +
                     "attention.causal' is true: bicache runs bidirectional diffusion models only");
   }
-  c.shift_logits = f.GetBoolOr("diffusion.shift_logits").value_or(c.arch == Arch::kDream);
+  // Absent: shifted for the Qwen-lineage models (Dream, RND1), as llama.cpp's diffusion-cli does.
+  c.shift_logits = f.GetBoolOr("diffusion.shift_logits")
+                       .value_or(c.arch == Arch::kDream || c.arch == Arch::kRnd1);
   auto mask = f.GetUIntOr("tokenizer.ggml.mask_token_id");
   if (!mask)
     Fail(

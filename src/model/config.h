@@ -1,5 +1,5 @@
 // Model hyper-parameters read from GGUF metadata (architectures `llada`, `dream` and the
-// mixture-of-experts `llada-moe`).
+// mixture-of-experts `llada-moe` and `rnd1`).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace bicache::model {
 
-enum class Arch { kLlada, kDream, kLladaMoe };
+enum class Arch { kLlada, kDream, kLladaMoe, kRnd1 };
 const char* ArchName(Arch arch);
 
 struct ModelConfig {
@@ -20,7 +20,7 @@ struct ModelConfig {
   int d_model = 0;             // {arch}.embedding_length
   int n_head = 0;              // {arch}.attention.head_count
   int n_kv_head = 0;           // {arch}.attention.head_count_kv (default n_head)
-  int head_dim = 0;            // d_model / n_head
+  int head_dim = 0;            // {arch}.attention.key_length, else d_model / n_head
   int d_ff = 0;                // {arch}.feed_forward_length (dense FFN; optional for MoE)
   int n_vocab = 0;             // rows of token_embd
   int context_length = 0;      // {arch}.context_length
@@ -29,12 +29,13 @@ struct ModelConfig {
   kernels::RopeLayout rope_layout = kernels::RopeLayout::kNormal;  // llada normal, dream neox
   bool shift_logits = false;   // diffusion.shift_logits; absent: false for llada, true for dream
   int32_t mask_token_id = -1;  // tokenizer.ggml.mask_token_id (required)
-  // Mixture of experts (llada-moe); 0 experts = a dense model.
+  // Mixture of experts (llada-moe, rnd1); 0 experts = a dense model.
   int n_expert = 0;       // {arch}.expert_count
   int n_expert_used = 0;  // {arch}.expert_used_count (top-k per token)
   int d_ff_exp = 0;       // {arch}.expert_feed_forward_length (default d_ff / n_expert_used)
-  bool expert_weights_norm = false;  // renormalise the chosen router weights to sum to 1
-  bool qk_norm = false;              // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
+  bool expert_weights_norm =
+      false;             // renormalise the chosen router weights (rnd1 yes, llada-moe no)
+  bool qk_norm = false;  // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }

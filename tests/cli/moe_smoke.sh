@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The llada-moe fixture (tests/data/moe/llada-moe-tiny.gguf: 2 layers, 4 experts, top-2) through
+# The llada-moe fixture (tests/data/moe/llada-moe-tiny.gguf: 2 layers, 4 experts, top-2) and rnd1 through
 # the CLI: `info` prints the expert layout, `generate` runs under every cache mode with the
 # canvas filled, the same run twice gives the same tokens, and after `calibrate` the bicache mode
 # reuses the depth its table gives.
@@ -46,4 +46,19 @@ if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); c=j['cache']; as
 else
   echo "FAIL generate --cache bicache after calibrate:"; cat "$TMP/bc.json" "$TMP/gen.err"; fail=1
 fi
+# RND1 (tests/data/moe/rnd1-tiny.gguf): renormalised top-k, head_dim 32 != d/n_head, tied output.
+R=$SRC/tests/data/moe/rnd1-tiny.gguf
+if "$BIN" info -m "$R" | grep -q '^experts: 4 per layer, top-2 per token (softmax router, chosen weights renormalised)'; then
+  echo "ok   info: rnd1 renormalises the chosen weights"
+else
+  echo "FAIL info rnd1:"; "$BIN" info -m "$R" | tail -3; fail=1
+fi
+for cache in none dual; do
+  if "$BIN" generate -t 1 -m "$R" --prompt "hello there" --gen-length 8 --steps 4 --cache "$cache" --json >"$TMP/r.json" 2>"$TMP/gen.err" \
+    && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert len(j['tokens'])==8, j" "$TMP/r.json"; then
+    echo "ok   rnd1 generate --cache $cache: 8 tokens"
+  else
+    echo "FAIL rnd1 generate --cache $cache"; cat "$TMP/gen.err"; fail=1
+  fi
+done
 exit $fail

@@ -1,4 +1,6 @@
-"""Export a LLaDA-MoE style state dict to a llama.cpp-layout GGUF file (architecture "llada-moe").
+"""Export a LLaDA-MoE / RND1 style state dict to a llama.cpp-layout GGUF file (architecture
+"llada-moe" or "rnd1"; they differ in metadata only: RND1 writes no diffusion.shift_logits, so
+readers take it as shifted, and its chosen expert weights are renormalised by the reader).
 
 Input state dict (HF convention, half-split "rotate_half" RoPE; llama.cpp's converter does not
 permute Q/K for this architecture and ropes it NEOX-style):
@@ -8,7 +10,8 @@ permute Q/K for this architecture and ropes it NEOX-style):
   layers.{i}.router.weight [E,d]; exp_gate.weight / exp_up.weight [E,ff_exp,d];
   exp_down.weight [E,d,ff_exp].
 config: n_layer, d_model, n_head, n_kv_head, vocab, rope_base, eps, context_length,
-  n_expert, n_expert_used, ff_exp.
+  n_expert, n_expert_used, ff_exp; optional head_dim (written as attention.key_length /
+  value_length; default d_model / n_head).
 The router is written as F32 whatever `dtype` (routing is sensitive); norms are F32 too.
 """
 from __future__ import annotations
@@ -22,14 +25,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_writer as gw  # noqa: E402
 from export import _write_tokenizer, synthetic_tokenizer, to_np  # noqa: E402
 
-ARCH = "llada-moe"
 MOE_MATRIX_SUFFIXES = ("wq.weight", "wk.weight", "wv.weight", "wo.weight", "exp_gate.weight",
                        "exp_up.weight", "exp_down.weight")
 
 
-def _write_metadata(w: gw.GGUFWriter, c: dict, name: str, mtype: int):
-    a = ARCH
+def _write_metadata(w: gw.GGUFWriter, a: str, c: dict, name: str, mtype: int):
     d, nh = int(c["d_model"]), int(c["n_head"])
+    hd = int(c.get("head_dim", d // nh))
     w.add_string("general.architecture", a)
     w.add_string("general.name", name)
     w.add_uint32("general.file_type", gw.FILE_TYPE[mtype])
@@ -44,22 +46,26 @@ def _write_metadata(w: gw.GGUFWriter, c: dict, name: str, mtype: int):
     w.add_uint32(f"{a}.attention.head_count_kv", int(c["n_kv_head"]))
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", float(c["eps"]))
     w.add_float32(f"{a}.rope.freq_base", float(c.get("rope_base", 10000.0)))
-    w.add_uint32(f"{a}.rope.dimension_count", d // nh)
+    if "head_dim" in c:
+        w.add_uint32(f"{a}.attention.key_length", hd)
+        w.add_uint32(f"{a}.attention.value_length", hd)
+    w.add_uint32(f"{a}.rope.dimension_count", hd)
     w.add_bool(f"{a}.attention.causal", False)
     w.add_uint32(f"{a}.vocab_size", int(c["vocab"]))
-    w.add_bool("diffusion.shift_logits", False)
+    if a == "llada-moe":
+        w.add_bool("diffusion.shift_logits", False)
 
 
 def export_llada_moe(state_dict, config: dict, tokenizer: dict | None, path: str,
-                     dtype: str = "bf16", name: str | None = None):
+                     dtype: str = "bf16", name: str | None = None, arch: str = "llada-moe"):
     sd = {k: to_np(v) for k, v in state_dict.items()}
     c = config
     L, d, nh, nkv = int(c["n_layer"]), int(c["d_model"]), int(c["n_head"]), int(c["n_kv_head"])
     V, E, ff = int(c["vocab"]), int(c["n_expert"]), int(c["ff_exp"])
-    hd = d // nh
+    hd = int(c.get("head_dim", d // nh))
     mtype = gw.GGML_TYPE_BY_NAME[dtype.lower()]
     w = gw.GGUFWriter()
-    _write_metadata(w, c, name or "llada-moe-export", mtype)
+    _write_metadata(w, arch, c, name or f"{arch}-export", mtype)
     _write_tokenizer(w, tokenizer if tokenizer is not None else synthetic_tokenizer(V, "llada"))
 
     def chk(key, shape):

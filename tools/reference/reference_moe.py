@@ -1,4 +1,4 @@
-"""Independent float32 PyTorch reference forward for LLaDA-MoE (bidirectional, no cache).
+"""Independent float32 PyTorch reference forward for LLaDA-MoE and RND1 (bidirectional, no cache).
 
 Written from the model definition (HF LLaDA-MoE / llama.cpp's llada-moe graph), on the state dict
 of tools/gguf_py/export_moe.py, not from a GGUF file:
@@ -43,7 +43,7 @@ def reference_forward_moe(state_dict: dict, config: dict, tokens, renormalise: b
     sd = {k: _t(v) for k, v in state_dict.items()}
     L, d = int(config["n_layer"]), int(config["d_model"])
     nh, nkv = int(config["n_head"]), int(config["n_kv_head"])
-    hd, k = d // nh, int(config["n_expert_used"])
+    hd, k = int(config.get("head_dim", d // nh)), int(config["n_expert_used"])
     eps, base = float(config["eps"]), float(config.get("rope_base", 10000.0))
     toks = torch.as_tensor(list(tokens), dtype=torch.long)
     n = toks.numel()
