@@ -2,7 +2,7 @@
 """Tiny seeded random-weight llada-moe and rnd1 GGUF files plus reference logits, in tests/data/moe/.
 
 Run:  /usr/bin/python3 tools/reference/make_moe_golden.py [out_dir]
-Writes llada-moe-tiny{,-f16,-bf16}.gguf and rnd1-tiny.gguf (head_dim 32 != d/n_head, tied output,
+Writes llada-moe-tiny{,-f16,-bf16,-q8_0}.gguf and rnd1-tiny.gguf (head_dim 32 != d/n_head, tied output,
 top-2 of 4 experts renormalised), their <name>.logits.f32 (raw little-endian float32, row-major
 [n_tokens][n_vocab], unshifted rows, from tools/reference/reference_moe.py on the weights as
 stored) and moe_golden.json (the manifest, read by tests/model_moe_test.cpp). Deterministic: each
@@ -81,8 +81,10 @@ def references(sd: dict, cfg: dict, tokens, dtypes, renorm: bool) -> tuple[dict,
     return out, margin
 
 
-def build(out: str, arch: str, cfg: dict, tok: dict, tokens, dtypes, seed: int, tied: bool):
-    """Writes one architecture's files; returns (manifest entries, seed, smallest margin)."""
+def build(out: str, arch: str, cfg: dict, tok: dict, tokens, dtypes, seed: int, tied: bool,
+          extra_dtypes=()):
+    """Writes one architecture's files; returns their manifest entries. The seed search covers
+    `dtypes`; `extra_dtypes` (block-quantized variants) reuse the seed found, their margin checked."""
     renorm = arch == "rnd1"
     while True:
         sd = make_state_dict(cfg, seed, tied)
@@ -90,6 +92,12 @@ def build(out: str, arch: str, cfg: dict, tok: dict, tokens, dtypes, seed: int, 
         if margin >= MIN_MARGIN:
             break
         seed += 1
+    if extra_dtypes:
+        more, m2 = references(sd, cfg, tokens, extra_dtypes, renorm)
+        assert m2 >= MIN_MARGIN, (arch, extra_dtypes, m2)
+        logits.update(more)
+        margin = min(margin, m2)
+        dtypes = tuple(dtypes) + tuple(extra_dtypes)
     entries = []
     for dt in dtypes:
         fname = f"{arch}-tiny.gguf" if dt == "f32" else f"{arch}-tiny-{dt}.gguf"
@@ -133,7 +141,7 @@ def main():
                 "logits_format": "raw little-endian float32, row-major [n_tokens][n_vocab], "
                                  "unshifted rows",
                 "models": build(out, "llada-moe", CFG, tok, tokens, ("f32", "f16", "bf16"), 4321,
-                                tied=False)
+                                tied=False, extra_dtypes=("q8_0",))
                 + build(out, "rnd1", RND1_CFG, qtok, qtokens, ("f32",), 8765, tied=True)}
     with open(os.path.join(out, "moe_golden.json"), "w") as f:
         json.dump(manifest, f, indent=1)
