@@ -3,7 +3,9 @@
 // with the golden tokenizer's metadata, several tensor types) and lets the fuzz input choose
 // which fields to overwrite and with what: the header counts, string lengths, value types, array
 // element types and lengths, tensor dimension counts, dimensions, types and offsets, integer and
-// float metadata values (the model configuration), and where the file ends.
+// float metadata values (the model configuration), and where the file ends. Every input is also
+// applied to a second base, a 1-layer llada-moe (expert counts, Q/K norms, router, 3-D experts),
+// so the mixture-of-experts keys and shapes are mutated too.
 //
 // Input format (all little-endian, read until the input runs out), one mutation per record:
 //   u8 op, u16 field index (modulo the fields of that kind), u8 value selector, [u64 raw value]
@@ -170,6 +172,49 @@ std::vector<uint8_t> BuildBase() {
   return w.ToBytes();
 }
 
+// d_model 32, 2 heads of 16 over 1 kv head, 1 layer of 4 experts (top 2, expert d_ff 32): router
+// F32, gate experts Q8_0, up F16, down BF16 (3-D tensors), per-head Q/K norms; tied output.
+std::vector<uint8_t> BuildMoeBase() {
+  const uint64_t d = 32, hd = 16, ff = 32, n_expert = 4, n_vocab = 300;
+  format::GgufWriter w;
+  for (const auto& [key, value] : GoldenLlada().model().file().metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.SetValue(key, value);
+  }
+  const std::string a = "llada-moe.";
+  w.SetValue("general.architecture", Value::Str("llada-moe"));
+  w.SetValue(a + "block_count", Value::U32(1));
+  w.SetValue(a + "embedding_length", Value::U32(d));
+  w.SetValue(a + "attention.head_count", Value::U32(2));
+  w.SetValue(a + "attention.head_count_kv", Value::U32(1));
+  w.SetValue(a + "expert_count", Value::U32(n_expert));
+  w.SetValue(a + "expert_used_count", Value::U32(2));
+  w.SetValue(a + "expert_feed_forward_length", Value::U32(ff));
+  w.SetValue(a + "context_length", Value::U32(64));
+  w.SetValue(a + "attention.layer_norm_rms_epsilon", Value::F32(1e-5f));
+  w.SetValue(a + "rope.freq_base", Value::F32(10000.0f));
+  w.SetValue(a + "attention.causal", Value::Bool(false));
+  auto add = [&](const std::string& name, TensorType type, std::vector<uint64_t> ne) {
+    uint64_t n = 1;
+    for (uint64_t v : ne) n *= v;
+    w.AddTensor(name, type, ne, format::EncodeTensor(type, Ramp(n)));
+  };
+  add("token_embd.weight", TensorType::F16, {d, n_vocab});
+  add("blk.0.attn_norm.weight", TensorType::F32, {d});
+  add("blk.0.attn_q.weight", TensorType::F32, {d, d});
+  add("blk.0.attn_k.weight", TensorType::F16, {d, hd});
+  add("blk.0.attn_v.weight", TensorType::BF16, {d, hd});
+  add("blk.0.attn_q_norm.weight", TensorType::F32, {hd});
+  add("blk.0.attn_k_norm.weight", TensorType::F32, {hd});
+  add("blk.0.attn_output.weight", TensorType::Q8_0, {d, d});
+  add("blk.0.ffn_norm.weight", TensorType::F32, {d});
+  add("blk.0.ffn_gate_inp.weight", TensorType::F32, {d, n_expert});
+  add("blk.0.ffn_gate_exps.weight", TensorType::Q8_0, {d, ff, n_expert});
+  add("blk.0.ffn_up_exps.weight", TensorType::F16, {d, ff, n_expert});
+  add("blk.0.ffn_down_exps.weight", TensorType::BF16, {ff, d, n_expert});
+  add("output_norm.weight", TensorType::F32, {d});
+  return w.ToBytes();
+}
+
 class Reader {
  public:
   explicit Reader(Input in) : in_(in) {}
@@ -226,9 +271,10 @@ uint64_t Pick(Reader* r, uint64_t old, size_t file_size) {
 
 }  // namespace
 
-void GgufStructured(Input in) {
-  static const std::vector<uint8_t> base = BuildBase();
-  static const FieldMap fields(base);
+namespace {
+
+// Applies the input's mutations to `base` and runs the result through the parse/model path.
+void MutateAndExercise(const std::vector<uint8_t>& base, const FieldMap& fields, Input in) {
   std::vector<uint8_t> bytes = base;
   Reader r(in);
   for (int n = 0; !r.empty() && n < 64; ++n) {
@@ -255,6 +301,17 @@ void GgufStructured(Input in) {
     ExerciseParsedFile(format::GgufFile::FromBytes(bytes));
   } catch (const Error&) {
   }
+}
+
+}  // namespace
+
+void GgufStructured(Input in) {
+  static const std::vector<uint8_t> base = BuildBase();
+  static const FieldMap fields(base);
+  static const std::vector<uint8_t> moe_base = BuildMoeBase();
+  static const FieldMap moe_fields(moe_base);
+  MutateAndExercise(base, fields, in);
+  MutateAndExercise(moe_base, moe_fields, in);
 }
 
 }  // namespace bicache::fuzz
