@@ -71,6 +71,9 @@ void ReadExperts(const format::GgufFile& f, const std::string& p, ModelConfig* c
     Fail("metadata key '" + p + "expert_feed_forward_length' is missing (and no " + p +
          "feed_forward_length to derive it from)");
   }
+  // No dense width given: the active expert width stands in for it (the benchmarks' GEMM
+  // yardstick).
+  if (c->d_ff == 0) c->d_ff = c->d_ff_exp * c->n_expert_used;
 }
 
 // attention.key_length when present (Qwen3 lineage: n_head * head_dim need not be d_model; the

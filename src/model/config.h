@@ -21,7 +21,7 @@ struct ModelConfig {
   int n_head = 0;              // {arch}.attention.head_count
   int n_kv_head = 0;           // {arch}.attention.head_count_kv (default n_head)
   int head_dim = 0;            // {arch}.attention.key_length, else d_model / n_head
-  int d_ff = 0;                // {arch}.feed_forward_length (dense FFN; optional for MoE)
+  int d_ff = 0;                // {arch}.feed_forward_length (MoE, absent: d_ff_exp * used)
   int n_vocab = 0;             // rows of token_embd
   int context_length = 0;      // {arch}.context_length
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon

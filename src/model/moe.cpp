@@ -16,7 +16,7 @@ namespace {
 // Per-thread buffers, grown to the largest forward seen (see forward.cpp's Scratch).
 struct MoeScratch {
   std::vector<float> logits, weights, xe, gate, up, ye;
-  std::vector<int> ids, slot_of, begin;
+  std::vector<int> ids, slot_of, begin, next;
 };
 
 // logits[r, e] = router[e, :] . h[r, :] in float32.   h: [rows, d], router: [E, d]
@@ -36,11 +36,12 @@ void RouterLogits(const float* router, const float* h, int rows, int d, int E, f
 
 // Counting sort of the rows' choices by expert: expert e's slots are slot_of[begin[e] ..
 // begin[e+1]), each slot r*k + j naming row r's j-th choice.
-void GroupByExpert(const int* ids, int slots, int E, int* begin, int* slot_of) {
+// `next` is scratch of E ints.
+void GroupByExpert(const int* ids, int slots, int E, int* begin, int* next, int* slot_of) {
   std::fill(begin, begin + E + 1, 0);
   for (int s = 0; s < slots; ++s) ++begin[ids[s] + 1];
   for (int e = 0; e < E; ++e) begin[e + 1] += begin[e];
-  std::vector<int> next(begin, begin + E);
+  std::copy(begin, begin + E, next);
   for (int s = 0; s < slots; ++s) slot_of[next[ids[s]]++] = s;
 }
 
@@ -82,7 +83,8 @@ void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h,
   int* begin = GrowTo(sc.begin, static_cast<size_t>(E) + 1);
   RouterLogits(w.router.data(), h, rows, d, E, logits);
   RouteTopK(logits, rows, E, K, c.expert_weights_norm, ids, wts);
-  GroupByExpert(ids, static_cast<int>(slots), E, begin, slot_of);
+  GroupByExpert(ids, static_cast<int>(slots), E, begin, GrowTo(sc.next, static_cast<size_t>(E)),
+                slot_of);
   st->matmul_flops += 2.0 * rows * E * d;
 
   for (int e = 0; e < E; ++e) {
