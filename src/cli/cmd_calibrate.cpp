@@ -66,6 +66,13 @@ Runner AddCalibrate(CLI::App& app) {
   cmd->add_option("--steps", o->c.base.sampler.steps,
                   "answers: denoising steps (default: gen length)")
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--block-length", o->c.base.sampler.block_length,
+                  "answers: semi-autoregressive block length (default: gen length; bench uses "
+                  "gen/4 beside a dual mode)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--refresh", o->c.base.refresh_interval,
+                  "answers: the fixed:D modes' refresh interval, as served")
+      ->capture_default_str();
   cmd->add_option("--batch", o->c.batch, "answers: requests stepping together")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -80,7 +87,7 @@ Runner AddCalibrate(CLI::App& app) {
       throw Error(e.kind(), std::string("--criterion: ") + e.what());
     }
     if (c.base.sampler.steps == 0) c.base.sampler.steps = c.base.sampler.gen_length;
-    c.base.sampler.block_length = c.base.sampler.gen_length;
+    if (c.base.sampler.block_length == 0) c.base.sampler.block_length = c.base.sampler.gen_length;
     ApplyThreads(o->threads);
     const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     const std::vector<const harness::SuiteSample*> selected =
