@@ -32,7 +32,7 @@ Runner AddCalibrate(CLI::App& app) {
                                  "the BiCache depth table");
   struct Opts {
     std::string model, suite = harness::DefaultSuitePath(), out, svg, criterion = "kv_similarity";
-    int limit = 0, threads = 0;
+    int limit = 0, threads = 0, steps = 0, block_length = 0;  // 0 = gen length
     harness::CalibrateOptions c;
   };
   auto o = std::make_shared<Opts>();
@@ -63,10 +63,9 @@ Runner AddCalibrate(CLI::App& app) {
   cmd->add_option("--gen-length", o->c.base.sampler.gen_length,
                   "mask canvas appended to every sample (as when serving)")
       ->capture_default_str();
-  cmd->add_option("--steps", o->c.base.sampler.steps,
-                  "answers: denoising steps (default: gen length)")
+  cmd->add_option("--steps", o->steps, "answers: denoising steps (default: gen length)")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--block-length", o->c.base.sampler.block_length,
+  cmd->add_option("--block-length", o->block_length,
                   "answers: semi-autoregressive block length (default: gen length; bench uses "
                   "gen/4 beside a dual mode)")
       ->check(CLI::Range(1, 1000000));
@@ -86,8 +85,9 @@ Runner AddCalibrate(CLI::App& app) {
     } catch (const Error& e) {
       throw Error(e.kind(), std::string("--criterion: ") + e.what());
     }
-    if (c.base.sampler.steps == 0) c.base.sampler.steps = c.base.sampler.gen_length;
-    if (c.base.sampler.block_length == 0) c.base.sampler.block_length = c.base.sampler.gen_length;
+    const int gen = c.base.sampler.gen_length;
+    c.base.sampler.steps = o->steps == 0 ? gen : o->steps;
+    c.base.sampler.block_length = o->block_length == 0 ? gen : o->block_length;
     ApplyThreads(o->threads);
     const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     const std::vector<const harness::SuiteSample*> selected =
