@@ -63,8 +63,8 @@ const Recipe& FindRecipe(const std::string& type) {
   for (const Recipe& r : kRecipes) {
     if (upper == r.name) return r;
   }
-  throw FieldError(ErrorKind::kInvalidArgument,
-                   "unknown quantization {type} '" + type + "' (valid: " + QuantizeTypeNames() + ")");
+  throw FieldError(ErrorKind::kInvalidArgument, "unknown quantization {type} '" + type +
+                                                    "' (valid: " + QuantizeTypeNames() + ")");
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -206,9 +206,9 @@ void CheckPaths(const std::string& in, const std::string& out) {
   bool same = fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec);
   if (!same && fs::exists(out, ec)) same = fs::equivalent(in, out, ec);
   if (same) {
-    throw FieldError(ErrorKind::kInvalidArgument,
-                     "{output} '" + out +
-                         "' is the {input} file; write the quantized model to a new path");
+    throw FieldError(
+        ErrorKind::kInvalidArgument,
+        "{output} '" + out + "' is the {input} file; write the quantized model to a new path");
   }
 }
 

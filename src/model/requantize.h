@@ -54,8 +54,8 @@ struct RequantizeOptions {
 };
 
 struct RequantizeReport {
-  std::string recipe;      // canonical name of the target
-  uint32_t file_type = 0;  // general.file_type written (llama.cpp's llama_ftype)
+  std::string recipe;                      // canonical name of the target
+  uint32_t file_type = 0;                  // general.file_type written (llama.cpp's llama_ftype)
   std::vector<RequantizedTensor> tensors;  // every tensor, in file order
   uint64_t bytes_in = 0, bytes_out = 0;    // tensor data only
   double seconds = 0;                      // wall time, reading and writing included
