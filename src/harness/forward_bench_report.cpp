@@ -67,17 +67,15 @@ void PrintForwardBenchHeader(const ForwardBenchSetup& s) {
       "threads %d, repeats %d (median; best ratio = best forward / best GEMM run), GEMM "
       "yardstick: oneDNN "
       "%s [n x %d] * [%d x %d], %d iters per run\n\n",
-      s.threads, s.repeats, s.matmul_precision.c_str(), c.d_model, c.d_model, c.d_ff,
-      s.gemm_iters);
-  std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s\n", "tokens", "logits", "ms/fwd",
-              "best ms", "mm GFLOP", "att GFLOP", "fwd GF/s", "GEMM GF/s", "ratio", "best ratio");
+      s.threads, s.repeats, s.matmul_precision.c_str(), c.d_model, c.d_model, c.d_ff, s.gemm_iters);
+  std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s\n", "tokens", "logits", "ms/fwd", "best ms",
+              "mm GFLOP", "att GFLOP", "fwd GF/s", "GEMM GF/s", "ratio", "best ratio");
 }
 
 void PrintForwardBenchRow(const ForwardBenchRow& r) {
-  std::printf("%7d %7d %9.1f %9.1f %9.2f %9.2f %9.1f %9.1f %6.2f %10.2f\n", r.tokens,
-              r.logit_rows, r.ms_median, r.ms_best, r.matmul_gflop, r.attention_gflop,
-              r.fwd_gflops, r.gemm_gflops, r.fwd_gflops / r.gemm_gflops,
-              r.fwd_gflops_best / r.gemm_gflops_best);
+  std::printf("%7d %7d %9.1f %9.1f %9.2f %9.2f %9.1f %9.1f %6.2f %10.2f\n", r.tokens, r.logit_rows,
+              r.ms_median, r.ms_best, r.matmul_gflop, r.attention_gflop, r.fwd_gflops,
+              r.gemm_gflops, r.fwd_gflops / r.gemm_gflops, r.fwd_gflops_best / r.gemm_gflops_best);
   std::fflush(stdout);
 }
 
@@ -93,8 +91,8 @@ void PrintForwardBenchSummary(const ForwardBenchSetup& s,
   std::printf(
       "\nwhere the time goes (ms per forward; matmul and attention timed alone at the same "
       "shapes)\n");
-  std::printf("%7s %10s %10s %10s %10s %12s\n", "tokens", "forward", "matmul", "attention",
-              "other", "matmul GF/s");
+  std::printf("%7s %10s %10s %10s %10s %12s\n", "tokens", "forward", "matmul", "attention", "other",
+              "matmul GF/s");
   for (const ForwardBenchRow& r : rows) {
     std::printf("%7d %10.1f %10.1f %10.1f %10.1f %12.1f\n", r.tokens, r.ms_median, r.ms_matmul,
                 r.ms_attention, r.ms_other, r.matmul_gflop / r.ms_matmul * 1e3);
