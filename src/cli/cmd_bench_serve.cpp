@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/cache_mode.h"
 #include "engine/loaded_model.h"
 #include "engine/request.h"
@@ -51,28 +52,24 @@ Runner AddBenchServe(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")
-      ->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--steps", o->steps, "denoising steps (default: max_tokens)")
-      ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--block-length", o->block_length,
-                  "block length (default: max_tokens/4 with a dual mode, else max_tokens)")
-      ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--refresh", o->refresh,
-                  "bicache: refresh interval R sent with every request (0 = off)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 16));
+  AddGenLengthFlag(cmd, &o->max_tokens,
+                   "tokens to generate: max_tokens of every request (--max-tokens: the old "
+                   "spelling)",
+                   "--max-tokens");
+  AddStepsFlag(cmd, &o->steps, "denoising steps (default: gen length)");
+  AddBlockLengthFlag(cmd, &o->block_length,
+                     "block length (default: gen length/4 with a dual mode, else gen length)");
+  AddRefreshFlag(cmd, &o->refresh, "bicache: refresh interval R sent with every request (0 = off)");
   cmd->add_option("--max-running", o->max_running,
                   "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));
-  cmd->add_option("--cache-budget-mb", o->cache_budget_mb, "in-process server: prefix cache budget")
-      ->check(NonNegative());
+  AddCacheBudgetFlag(cmd, &o->cache_budget_mb, "in-process server: prefix cache budget");
   cmd->add_option("--rate", o->rate,
                   "open loop: Poisson arrivals at this many requests/s per turn, --clients in "
                   "flight at most "
                   "(default 0: closed loop, every client sends again as soon as answered)")
       ->check(NonNegative());
-  cmd->add_option("--seed", o->seed, "seed of the Poisson arrival times (--rate)");
+  AddSeedFlag(cmd, &o->seed, "seed of the Poisson arrival times (--rate)");
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
   return [=]() {
     ApplyThreads(o->threads);

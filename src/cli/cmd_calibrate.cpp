@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/loaded_model.h"
 #include "harness/calibrate.h"
 #include "harness/suite.h"
@@ -38,12 +39,10 @@ Runner AddCalibrate(CLI::App& app) {
   cmd->add_option("--threshold", o->threshold,
                   "a layer is safe while its mean similarity exceeds this (0 < X < 1)");
   cmd->add_option("--bin", o->bin, "ratio bin width in percent");
-  cmd->add_option("--gen-length", o->gen_length,
-                  "mask canvas appended to every sample (as when serving)");
+  AddGenLengthFlag(cmd, &o->gen_length, "mask canvas appended to every sample (as when serving)");
   cmd->add_option("--out", o->out, "where to save the table (default: MODEL.gguf.depth.json)");
   AddThreadsFlag(cmd, &o->threads);
   return [=]() {
-    if (o->gen_length < 1) throw Error(ErrorKind::kInvalidArgument, "--gen-length must be >= 1");
     // Checked here too (Calibrate does) so a bad flag fails before the model loads.
     if (!(o->threshold > 0 && o->threshold < 1))
       throw Error(ErrorKind::kInvalidArgument, "--threshold must be in (0, 1)");
