@@ -49,10 +49,7 @@ Runner AddBench(CLI::App& app) {
   o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--prefixes", o->prefixes,
-                  "distinct shared prefixes P (per band with --ratio-band sweep); "
-                  "default 0 = every prefix group of the suite with M usable requests");
-  cmd->add_option("--per-prefix", o->per_prefix, "requests M per prefix");
+  AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes to compare (default: "
                   "none,llm,dual,bicache,bicache+dual); with a "

@@ -48,10 +48,8 @@ Runner AddBenchServe(CLI::App& app) {
       ->check(Positive());
   cmd->add_option("--rounds", o->rounds, "turns per mode, modes alternating")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes (system messages)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")
-      ->check(CLI::Range(1, 1000));
+  AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix,
+                   "requests M (distinct user turns) per prefix");
   AddGenLengthFlag(cmd, &o->max_tokens,
                    "tokens to generate: max_tokens of every request (--max-tokens: the old "
                    "spelling)",

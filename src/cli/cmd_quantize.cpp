@@ -68,8 +68,7 @@ Runner AddQuantize(CLI::App& app) {
   cmd->add_option("input", o->req.input, "source GGUF (F32, F16, BF16 or quantized)")->required();
   cmd->add_option("output", o->req.output, "GGUF file to write")->required();
   cmd->add_option("type", o->req.type, "target: " + model::QuantizeTypeNames())->required();
-  cmd->add_option("-t,--threads", o->threads, "worker threads (default: all cores)")
-      ->check(CLI::Range(0, 1024));
+  AddThreadsFlag(cmd, &o->threads, "worker threads (default: all cores)");
   return [o]() {
     ApplyThreads(o->threads);
     model::RequantizeOptions req = o->req;

@@ -52,7 +52,8 @@ expect "non-numeric --steps"                  cli11 "--steps" -- -p hi --steps a
 
 # The flags generate shares with other commands have the same bounds there (cli/sampling_flags.h),
 # checked at parse time: bench-serve's --max-tokens is now --gen-length (the old spelling still
-# works), and its --steps/--block-length no longer take 0 for "default" (leave them out instead).
+# works), and its --steps/--block-length no longer take 0 for "default" (leave them out instead);
+# bench and bench-serve share --prefixes (0 .. 1000, 0 = every group) and --per-prefix (1 .. 1000).
 # expect_cmd <label> <text the CLI11 message must contain> -- command args...
 expect_cmd() {
   local label=$1 needle=$2
@@ -74,6 +75,18 @@ expect_cmd "bench-serve negative cache budget"  "--cache-budget-mb" -- bench-ser
 expect_cmd "calibrate zero gen length"          "--gen-length" -- calibrate -m "$M" --gen-length 0
 expect_cmd "eval negative refresh"              "--refresh" -- eval -m "$M" --refresh -1
 expect_cmd "bench steps past 2^20"              "--steps" -- bench -m "$M" --steps 1048577
+expect_cmd "bench zero per-prefix"              "--per-prefix" -- bench -m "$M" --per-prefix 0
+expect_cmd "bench negative prefixes"            "--prefixes" -- bench -m "$M" --prefixes -1
+expect_cmd "bench-serve prefixes past 1000"     "--prefixes" -- bench-serve -m "$M" --prefixes 1001
+# bench-serve --prefixes 0 now means what it means for bench: every usable prefix group.
+rc=0
+"$BIN" bench-serve -m "$M" --clients 1 --requests 1 --rounds 1 --prefixes 0 --per-prefix 2 \
+  --max-tokens 4 --modes none -t 1 >"$TMP/out" 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 0 ]] && grep -qE "[0-9]+ prefixes x 2" "$TMP/out"; then
+  echo "ok   bench-serve --prefixes 0 takes every usable prefix group"
+else
+  echo "FAIL bench-serve --prefixes 0: exit $rc:"; cat "$TMP/out" "$TMP/err"; fail=1
+fi
 
 # A prompt longer than the golden model's 512-token context.
 long=$(python3 -c "print('the quick brown fox jumps over the lazy dog ' * 200)")
