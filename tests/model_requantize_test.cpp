@@ -85,8 +85,7 @@ TEST_F(RequantizeTest, ReportMatchesTheFileWritten) {
 TEST_F(RequantizeTest, RowsNarrowerThanAKBlockFallBackAndSayWhy) {
   // d_model 64: no row is a multiple of the K types' 256, so Q4_K falls back to Q5_0, the Q6_K of
   // the "more bits" layers to Q8_0; norms stay F32.
-  const RequantizeReport r =
-      Requantize(Opts(in_, Out("q.gguf"), "Q4_K_M"));
+  const RequantizeReport r = Requantize(Opts(in_, Out("q.gguf"), "Q4_K_M"));
   int fell_back = 0;
   for (const RequantizedTensor& t : r.tensors) {
     if (t.name.ends_with("_norm.weight")) {
@@ -105,17 +104,10 @@ TEST_F(RequantizeTest, RowsNarrowerThanAKBlockFallBackAndSayWhy) {
 }
 
 TEST_F(RequantizeTest, RefusalsNameTheOption) {
-  EXPECT_EQ(FieldOf(Opts(in_, Out("x.gguf"), "Q3_XX"),
-                    ErrorKind::kInvalidArgument),
-            "type");
-  EXPECT_EQ(FieldOf(Opts(Out("none.gguf"), Out("x.gguf"), "Q8_0"),
-                    ErrorKind::kIo),
-            "input");
-  EXPECT_EQ(FieldOf(Opts(in_, in_, "Q8_0"), ErrorKind::kInvalidArgument),
-            "output");
-  EXPECT_EQ(FieldOf(Opts(in_, Out("no/such/dir/x.gguf"), "Q8_0"),
-                    ErrorKind::kIo),
-            "output");
+  EXPECT_EQ(FieldOf(Opts(in_, Out("x.gguf"), "Q3_XX"), ErrorKind::kInvalidArgument), "type");
+  EXPECT_EQ(FieldOf(Opts(Out("none.gguf"), Out("x.gguf"), "Q8_0"), ErrorKind::kIo), "input");
+  EXPECT_EQ(FieldOf(Opts(in_, in_, "Q8_0"), ErrorKind::kInvalidArgument), "output");
+  EXPECT_EQ(FieldOf(Opts(in_, Out("no/such/dir/x.gguf"), "Q8_0"), ErrorKind::kIo), "output");
   EXPECT_FALSE(fs::exists(Out("x.gguf")));
 }
 
