@@ -8,8 +8,8 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/cache_mode.h"
@@ -79,30 +79,10 @@ Runner AddBenchServe(CLI::App& app) {
            SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
     // ---- modes and settings (validated before anything loads) ----
     harness::BenchServeOptions bo;
-    bool any_dual = false;
-    {
-      std::stringstream ss(o->modes);
-      for (std::string name; std::getline(ss, name, ',');) {
-        if (name.empty()) continue;
-        engine::CacheMode m;
-        try {
-          m = engine::ParseCacheMode(name);
-        } catch (const Error& e) {
-          throw Error(e.kind(), std::string("--modes: ") + e.what());
-        }
-        for (const auto& prev : bo.modes) {
-          if (prev == m.ToString())
-            throw Error(ErrorKind::kInvalidArgument, "--modes: '" + name + "' given twice");
-        }
-        any_dual |= m.dual;
-        bo.modes.push_back(m.ToString());
-      }
-    }
-    if (bo.modes.empty()) throw Error(ErrorKind::kInvalidArgument, "--modes: no mode given");
-    bo.block_length = o->block_length;
-    if (bo.block_length == 0)
-      bo.block_length = any_dual && o->max_tokens % 4 == 0 && o->max_tokens >= 4 ? o->max_tokens / 4
-                                                                                 : o->max_tokens;
+    const ModeList modes = ParseModesFlag(o->modes);
+    for (const engine::CacheMode& m : modes.modes) bo.modes.push_back(m.ToString());
+    bo.block_length =
+        o->block_length > 0 ? o->block_length : DefaultBlockLength(o->max_tokens, modes.any_dual);
     bo.steps = o->steps > 0 ? o->steps : o->max_tokens;
     bo.model = o->model, bo.suite = o->suite, bo.url = o->url;
     bo.clients = o->clients, bo.requests = o->requests, bo.rounds = o->rounds;

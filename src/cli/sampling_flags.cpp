@@ -21,16 +21,6 @@ CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::str
       ->check(CLI::Range(1, kMaxLengthFlag));
 }
 
-CLI::Option* AddRefreshFlag(CLI::App* cmd, int* refresh, const std::string& help) {
-  return cmd->add_option("--refresh", *refresh, help)
-      ->capture_default_str()
-      ->check(CLI::Range(0, kMaxLengthFlag));
-}
-
-CLI::Option* AddCacheBudgetFlag(CLI::App* cmd, double* mb, const std::string& help) {
-  return cmd->add_option("--cache-budget-mb", *mb, help)->check(NonNegative());
-}
-
 CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help) {
   return cmd->add_option("--seed", *seed, help)->check(Uint64());
 }

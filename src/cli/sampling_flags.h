@@ -2,8 +2,7 @@
 //
 // A flag that several commands take is registered by one function below, with the one set of
 // bounds it has everywhere (checked at parse time: CLI11's message names the flag); a command
-// passes its own help text only where its default differs. (`serve` still registers its own
-// --refresh and --cache-budget-mb, with the same bounds.)
+// passes its own help text only where its default differs. The cache flags are in cache_flags.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/cache_flags.h"
 #include "diffusion/sampler_config.h"
 #include "engine/cache_mode.h"
 #include "engine/request.h"
@@ -29,10 +29,6 @@ CLI::Option* AddGenLengthFlag(CLI::App* cmd, int* gen_length, const std::string&
 // default derived from the gen length), so a literal 0 is refused.
 CLI::Option* AddStepsFlag(CLI::App* cmd, int* steps, const std::string& help);
 CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::string& help);
-// --refresh R: 0 .. kMaxLengthFlag (0 = every step).
-CLI::Option* AddRefreshFlag(CLI::App* cmd, int* refresh, const std::string& help);
-// --cache-budget-mb MB: >= 0 (0 = the default: 25% of free memory).
-CLI::Option* AddCacheBudgetFlag(CLI::App* cmd, double* mb, const std::string& help);
 // --seed S: a whole number 0 .. 2^64-1.
 CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help);
 

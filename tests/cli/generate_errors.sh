@@ -55,6 +55,7 @@ expect "non-numeric --steps"                  cli11 "--steps" -- -p hi --steps a
 # works), and its --steps/--block-length no longer take 0 for "default" (leave them out instead);
 # bench and bench-serve share --prefixes (0 .. 1000, 0 = every group) and --per-prefix (1 .. 1000).
 # expect_cmd <label> <text the CLI11 message must contain> -- command args...
+# (expect_cmd2: the same for our own checks, exit 2)
 expect_cmd() {
   local label=$1 needle=$2
   shift 3
@@ -64,6 +65,17 @@ expect_cmd() {
     echo "ok   $label (exit $rc): $(head -n1 "$TMP/err")"
   else
     echo "FAIL $label: exit $rc (want CLI11's), stderr must contain '$needle':"; cat "$TMP/err"; fail=1
+  fi
+}
+expect_cmd2() {
+  local label=$1 needle=$2
+  shift 3
+  local rc=0
+  "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+  if [[ $rc -eq 2 ]] && grep -qF -- "$needle" "$TMP/err"; then
+    echo "ok   $label (exit $rc): $(head -n1 "$TMP/err")"
+  else
+    echo "FAIL $label: exit $rc (want 2), stderr must contain '$needle':"; cat "$TMP/err"; fail=1
   fi
 }
 expect_cmd "bench-serve zero gen length"        "--gen-length" -- bench-serve -m "$M" --gen-length 0
@@ -78,6 +90,11 @@ expect_cmd "bench steps past 2^20"              "--steps" -- bench -m "$M" --ste
 expect_cmd "bench zero per-prefix"              "--per-prefix" -- bench -m "$M" --per-prefix 0
 expect_cmd "bench negative prefixes"            "--prefixes" -- bench -m "$M" --prefixes -1
 expect_cmd "bench-serve prefixes past 1000"     "--prefixes" -- bench-serve -m "$M" --prefixes 1001
+# --modes is read the same way by bench and bench-serve (cli/cache_flags.h): spaces ignored, an
+# empty name, an unknown mode or one given twice (any spelling) refused before the model loads.
+expect_cmd2 "bench-serve empty mode name"       "--modes 'none,,dual': empty mode name" -- bench-serve -m "$M" --modes none,,dual
+expect_cmd2 "bench-serve mode given twice"      "--modes: 'fixed:2' given twice" -- bench-serve -m "$M" --modes "fixed:2, fixed:02"
+expect_cmd2 "bench unknown mode"                "--modes: " -- bench -m "$M" --modes none,bogus
 # bench-serve --prefixes 0 now means what it means for bench: every usable prefix group.
 rc=0
 "$BIN" bench-serve -m "$M" --clients 1 --requests 1 --rounds 1 --prefixes 0 --per-prefix 2 \
