@@ -2,10 +2,10 @@
 // stream, in one process, on the same depth table. The run is harness::RunBench (harness/bench.h,
 // which says how the modes are kept fair); the definitions of the reported figures are in
 // harness/bench_report.h and docs/benchmarks.md. This file turns flags into BenchOptions.
-#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/engine.h"
@@ -16,25 +16,6 @@
 #include "util/error.h"
 
 namespace bicache::cli {
-namespace {
-
-std::vector<std::string> SplitModes(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (cur.empty())
-        throw Error(ErrorKind::kInvalidArgument, "--modes '" + text + "': empty mode name");
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ') {
-      cur += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Runner AddBench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -49,10 +30,7 @@ Runner AddBench(CLI::App& app) {
   o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--prefixes", o->prefixes,
-                  "distinct shared prefixes P (per band with --ratio-band sweep); "
-                  "default 0 = every prefix group of the suite with M usable requests");
-  cmd->add_option("--per-prefix", o->per_prefix, "requests M per prefix");
+  AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes to compare (default: "
                   "none,llm,dual,bicache,bicache+dual); with a "
@@ -73,29 +51,12 @@ Runner AddBench(CLI::App& app) {
                   "bench compares the modes given by --modes; --cache is not used here");
     }
     ApplyThreads(o->threads);
-    // Modes (validated before the model loads).
+    // Modes (validated before the model loads), the same settings for every mode.
     harness::BenchOptions bench;
-    bool any_dual = false;
-    std::vector<std::string> names;
-    for (const std::string& name : SplitModes(o->modes)) {
-      engine::CacheMode m;
-      try {
-        m = engine::ParseCacheMode(name);
-      } catch (const Error& e) {
-        throw Error(e.kind(), std::string("--modes: ") + e.what());
-      }
-      if (std::find(names.begin(), names.end(), m.ToString()) != names.end())
-        throw Error(ErrorKind::kInvalidArgument, "--modes: '" + m.ToString() + "' given twice");
-      names.push_back(m.ToString());
-      any_dual |= m.dual;
-      bench.modes.push_back(m);
-    }
-    // Same settings for every mode. With a dual mode and no --block-length, blocks of gen/4 so the
-    // dual cache has block starts to rebuild at (one block = no reuse between blocks).
+    const ModeList modes = ParseModesFlag(o->modes);
+    bench.modes = modes.modes;
     SamplingFlags sf = o->s;
-    if (sf.block_length == 0 && any_dual && sf.gen_length % 4 == 0 && sf.gen_length >= 4) {
-      sf.block_length = sf.gen_length / 4;
-    }
+    if (sf.block_length == 0) sf.block_length = DefaultBlockLength(sf.gen_length, modes.any_dual);
     bench.suite = o->suite;
     bench.base.sampler = sf.Sampler();
     bench.base.refresh_interval = sf.refresh;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/loaded_model.h"
 #include "harness/calibrate_report.h"
 #include "harness/calibrate_run.h"
@@ -60,18 +61,14 @@ Runner AddCalibrate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--bin", o->c.bin_pct,
                   "ratio bin width in percent (default 5 for kv_similarity, 10 for answers)");
-  cmd->add_option("--gen-length", o->c.base.sampler.gen_length,
-                  "mask canvas appended to every sample (as when serving)")
-      ->capture_default_str();
-  cmd->add_option("--steps", o->steps, "answers: denoising steps (default: gen length)")
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--block-length", o->block_length,
-                  "answers: semi-autoregressive block length (default: gen length; bench uses "
-                  "gen/4 beside a dual mode)")
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--refresh", o->c.base.refresh_interval,
-                  "answers: the fixed:D modes' refresh interval, as served")
-      ->capture_default_str();
+  AddGenLengthFlag(cmd, &o->c.base.sampler.gen_length,
+                   "mask canvas appended to every sample (as when serving)");
+  AddStepsFlag(cmd, &o->steps, "answers: denoising steps (default: gen length)");
+  AddBlockLengthFlag(cmd, &o->block_length,
+                     "answers: semi-autoregressive block length (default: gen length; bench "
+                     "uses gen/4 beside a dual mode)");
+  AddRefreshFlag(cmd, &o->c.base.refresh_interval,
+                 "answers: the fixed:D modes' refresh interval, as served");
   cmd->add_option("--batch", o->c.batch, "answers: requests stepping together")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
