@@ -46,9 +46,8 @@ Runner AddBench(CLI::App& app) {
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
+  AddSuiteFlag(cmd, &o->suite);
   cmd->add_option("--prefixes", o->prefixes,
                   "distinct shared prefixes P (per band with --ratio-band sweep); "
                   "default 0 = every prefix group of the suite with M usable requests");

@@ -25,14 +25,13 @@ Runner AddCalibrate(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure prefix K/V similarity by layer and save the BiCache depth table");
   struct Opts {
-    std::string model, suite = harness::DefaultSuitePath(), out;
+    std::string model, suite, out;
     int limit = 0, bin = 5, gen_length = 32, threads = 0;
     double threshold = 0.97;
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite,
-                  "JSONL of {\"prefix\", \"prompt\"} samples (default: the held-out suite)");
+  AddSuiteFlag(cmd, &o->suite, "JSONL of {\"prefix\", \"prompt\"} samples");
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
       ->check(NonNegative());
   cmd->add_option("--threshold", o->threshold,
