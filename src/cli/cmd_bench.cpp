@@ -27,9 +27,8 @@ Runner AddBench(CLI::App& app) {
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
+  AddSuiteFlag(cmd, &o->suite);
   AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes to compare (default: "

@@ -34,12 +34,11 @@ Runner AddBenchServe(CLI::App& app) {
     uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--url", o->url,
                   "load an already running server (http://HOST:PORT) instead of starting one");
-  cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
+  AddSuiteFlag(cmd, &o->suite);
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes (default: none,bicache,dual,bicache+dual)");
   cmd->add_option("--clients", o->clients, "concurrent clients")->check(CLI::Range(1, 1024));

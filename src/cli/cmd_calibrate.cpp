@@ -32,16 +32,16 @@ Runner AddCalibrate(CLI::App& app) {
                                  "Measure how deep a shared prefix's K/V can be reused and save "
                                  "the BiCache depth table");
   struct Opts {
-    std::string model, suite = harness::DefaultSuitePath(), out, svg, criterion = "kv_similarity";
+    std::string model, suite, out, svg, criterion = "kv_similarity";
     int limit = 0, threads = 0, steps = 0, block_length = 0;  // 0 = gen length
     harness::CalibrateOptions c;
   };
   auto o = std::make_shared<Opts>();
   o->c.base.sampler.gen_length = 32;
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite,
-                  "JSONL of {\"prefix\", \"prompt\"[, \"answer\"]} samples (default: the held-out "
-                  "suite; for --criterion answers use the calibration split)");
+  AddSuiteFlag(cmd, &o->suite,
+               "JSONL of {\"prefix\", \"prompt\"[, \"answer\"]} samples (--criterion answers: "
+               "use the calibration split)");
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
       ->check(NonNegative());
   cmd->add_option("--criterion", o->criterion,

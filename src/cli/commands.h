@@ -29,6 +29,10 @@ std::vector<CommandFactory> RegisteredCommands();
 std::string DefaultModelPath();
 // Adds `-m/--model FILE` (default: the embedded model) to a subcommand.
 void AddModelFlag(CLI::App* cmd, std::string* path);
+// Adds `--suite FILE|NAME` (default: the held-out suite): a JSONL path, or a committed split's
+// name (heldout, heldout-large, calibration; harness::ResolveSuitePath), stored as its path.
+// `what`: the kind of file, shown in --help.
+void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what = "task suite JSONL");
 // Adds `-t/--threads N` (0 .. 1024, 0 = the default) and applies it (OpenMP) when the command
 // runs. `help` replaces the description for a command whose default differs (quantize).
 void AddThreadsFlag(CLI::App* cmd, int* threads, const std::string& help = "");

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "engine/threads.h"
+#include "harness/suite.h"
 
 namespace bicache::cli {
 namespace {
@@ -95,6 +96,13 @@ std::string DefaultModelPath() {
 void AddModelFlag(CLI::App* cmd, std::string* path) {
   *path = DefaultModelPath();
   cmd->add_option("-m,--model", *path, "GGUF model file (default: the embedded tiny model)");
+}
+
+void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what) {
+  *path = harness::DefaultSuitePath();
+  cmd->add_option("--suite", *path,
+                  what + ", or a committed split: heldout (default), heldout-large, calibration")
+      ->transform(harness::ResolveSuitePath);
 }
 
 void AddThreadsFlag(CLI::App* cmd, int* threads, const std::string& help) {

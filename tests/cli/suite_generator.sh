@@ -209,3 +209,15 @@ for name, split, n in (("heldout_large", large, 2160), ("calibration", calib, 72
           % (name, n, len(ratio), short, long_, med, n_long, suite.LONG_RATIO, min(ratio.values()),
              max(ratio.values()), longest))
 EOF
+
+# `--suite NAME` selects a committed split: eval reads the calibration split and reports its path.
+OMP_NUM_THREADS=1 "$1" eval --suite calibration --limit 1 --gen-length 4 --json "$TMP/eval.json" >/dev/null
+/usr/bin/python3 - "$SRC" "$TMP/eval.json" <<'EOF2'
+import json
+import sys
+
+report = json.load(open(sys.argv[2]))
+assert report["settings"]["suite"] == sys.argv[1] + "/tests/data/suite/calibration.jsonl", report["settings"]
+assert report["n"] == 3 and [r["id"] for r in report["results"]][0].startswith("cal-"), report["results"]
+print("ok   eval --suite calibration reads tests/data/suite/calibration.jsonl")
+EOF2
