@@ -133,19 +133,26 @@ def prober(host, port, rate, timeout, stop, out, errors):
 
 
 def completer(host, port, timeout, stop, out, body):
+    # One kept-alive connection, as the SDKs use (a fresh one per request would churn through the
+    # ephemeral ports fast enough to meet the server's TIME_WAIT sockets, which costs a SYN retry).
+    c = None
     while not stop.is_set():
         t0 = time.monotonic()
         ok = False
         try:
-            c = http.client.HTTPConnection(host, port, timeout=timeout)
-            c.request("POST", "/v1/completions", body=body,
-                      headers={"Content-Type": "application/json", "Connection": "close"})
+            if c is None:
+                c = http.client.HTTPConnection(host, port, timeout=timeout)
+            c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
             r = c.getresponse()
             r.read()
             ok = r.status == 200
-            c.close()
+            if r.will_close:
+                c.close()
+                c = None
         except (OSError, http.client.HTTPException):
-            pass
+            if c is not None:
+                c.close()
+            c = None
         out.append((ok, time.monotonic() - t0))
         if not ok:
             time.sleep(0.2)

@@ -84,6 +84,9 @@ check "slow body: names --body-timeout" jqtest '.error.message | test("--body-ti
 st=$(raw 0 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n')
 check "Content-Length over the limit: 413 before any body" [ "$st" = 413 ]
 check "Content-Length over the limit: says the limit" jqtest '.error.message | test("too large")'
+line=$(head -c 7000 /dev/zero | tr '\0' a)
+st=$(raw 0 "GET /health HTTP/1.1\\r\\nHost: x\\r\\n$(for i in $(seq 1 10); do printf 'X-%d: %s\\r\\n' "$i" "$line"; done)\\r\\n")
+check "head over 64 KiB: 431" [ "$st" = 431 ]
 # A kept-alive connection: two requests answered, then closed by the server after --idle-timeout
 # (raw reads until the server closes: without that it would report after its own 10 s).
 t0=$(date +%s)
