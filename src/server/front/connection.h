@@ -22,9 +22,10 @@ enum class Phase { kHead, kBody, kUpstream, kClosing };
 struct Connection {
   uint64_t id = 0;
   int fd = -1;
-  int upstream = -1;     // the loopback connection carrying this request, in kUpstream
-  bool admitted = true;  // counts against --max-connections (false: refused at accept)
-  bool closed = false;   // descriptors closed; the object goes at the end of the loop iteration
+  int upstream = -1;             // the loopback connection carrying this request, in kUpstream
+  uint64_t upstream_serial = 0;  // counts the upstream connections opened for this connection
+  bool admitted = true;          // counts against --max-connections (false: refused at accept)
+  bool closed = false;  // descriptors closed; the object goes at the end of the loop iteration
   Phase phase = Phase::kHead;
   Clock::time_point phase_start;  // when this phase (or the idle wait before a head) began
   Clock::time_point head_start;   // first byte of the current head

@@ -128,6 +128,7 @@ void FrontEnd::StartUpstream(Connection& c, size_t request_bytes) {
   c.resp_started = false;
   c.resp_chunks = ChunkedScanner();
   c.upstream = upstream_port_ > 0 ? ConnectLoopback(upstream_port_) : -1;
+  ++c.upstream_serial;
   if (c.upstream < 0) {
     return Reject(c, 503, "the server cannot take requests now (its HTTP workers are not running)");
   }
@@ -167,7 +168,10 @@ void FrontEnd::OnUpstream(Connection& c, uint32_t events) {
     return;
   }
   char buf[kReadChunk];
-  while (c.upstream >= 0 && c.pending_out() < kMaxPendingOut) {
+  // Read until this upstream connection is done: a finished response may start the next,
+  // pipelined request on a new one, which gets its own events.
+  const uint64_t serial = c.upstream_serial;  // a descriptor number can come back at once
+  while (c.upstream >= 0 && c.upstream_serial == serial && c.pending_out() < kMaxPendingOut) {
     const ssize_t n = recv(c.upstream, buf, sizeof(buf), 0);
     if (n > 0) {
       Relay(c, std::string_view(buf, static_cast<size_t>(n)));
@@ -179,8 +183,8 @@ void FrontEnd::OnUpstream(Connection& c, uint32_t events) {
     ResponseDone(c, true);
     break;
   }
-  if (c.closed) return;
-  if (c.upstream >= 0 && c.pending_out() >= kMaxPendingOut) {
+  if (c.closed || c.upstream < 0 || c.upstream_serial != serial) return;  // ResponseDone flushed
+  if (c.pending_out() >= kMaxPendingOut) {
     Watch(c.upstream, c.id << 2 | kUpstreamTag, 0, &c.up_events);
     c.upstream_paused = true;
   }
