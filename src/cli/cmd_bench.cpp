@@ -18,13 +18,16 @@
 namespace bicache::cli {
 namespace {
 
-std::vector<std::string> SplitModes(const std::string& text) {
+// "a, b,c" -> {a, b, c}; `flag` and `what` name the list in the error for an empty item.
+std::vector<std::string> SplitList(const std::string& text, const char* flag, const char* what) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : text + ",") {
     if (c == ',') {
-      if (cur.empty())
-        throw Error(ErrorKind::kInvalidArgument, "--modes '" + text + "': empty mode name");
+      if (cur.empty()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(flag) + " '" + text + "': empty " + what);
+      }
       out.push_back(cur);
       cur.clear();
     } else if (c != ' ') {
@@ -41,7 +44,7 @@ Runner AddBench(CLI::App& app) {
       "bench", "Compare cache modes side by side on the task suite (throughput, accuracy)");
   struct Opts {
     std::string model, suite, modes = "none,llm,dual,bicache,bicache+dual", json, svg;
-    std::string order = "interleaved", band = "all";
+    std::string order = "interleaved", band = "all", depth_tables;
     int prefixes = 0, per_prefix = 4, threads = 0;
     SamplingFlags s;
   };
@@ -57,6 +60,11 @@ Runner AddBench(CLI::App& app) {
                   "comma-separated cache modes to compare (default: "
                   "none,llm,dual,bicache,bicache+dual); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");
+  cmd->add_option("--depth-tables", o->depth_tables,
+                  "comma-separated depth tables (bicache calibrate's JSON): one more mode each, "
+                  "served like bicache with that table and named by its criterion and threshold "
+                  "(e.g. bicache[answers 0.98]) -- the speed/accuracy trade-off on the same "
+                  "requests");
   cmd->add_option("--order", o->order,
                   "interleaved (A1 B1 .. A2 B2 ..) or grouped (A1 A2 .. B1 B2 ..)");
   cmd->add_option("--ratio-band", o->band,
@@ -77,7 +85,7 @@ Runner AddBench(CLI::App& app) {
     harness::BenchOptions bench;
     bool any_dual = false;
     std::vector<std::string> names;
-    for (const std::string& name : SplitModes(o->modes)) {
+    for (const std::string& name : SplitList(o->modes, "--modes", "mode name")) {
       engine::CacheMode m;
       try {
         m = engine::ParseCacheMode(name);
@@ -89,6 +97,10 @@ Runner AddBench(CLI::App& app) {
       names.push_back(m.ToString());
       any_dual |= m.dual;
       bench.modes.push_back(m);
+    }
+    if (!o->depth_tables.empty()) {
+      for (const std::string& path : SplitList(o->depth_tables, "--depth-tables", "path"))
+        bench.depth_tables.push_back({path, engine::DepthTable::Load(path)});
     }
     // Same settings for every mode. With a dual mode and no --block-length, blocks of gen/4 so the
     // dual cache has block starts to rebuild at (one block = no reuse between blocks).
