@@ -25,8 +25,7 @@ TEST(HarnessBenchNames, DepthTableModeNameSaysCriterionAndThreshold) {
   // Up to 6 significant digits, no trailing zeros: close thresholds stay apart.
   EXPECT_EQ(DepthTableModeName(engine::DepthTable::FromBins({Bin(10)}, 0.99875, 2)),
             "bicache[kv 0.99875]");
-  EXPECT_EQ(DepthTableModeName(engine::DepthTable::FromBins({Bin(10)}, 0.9, 2)),
-            "bicache[kv 0.9]");
+  EXPECT_EQ(DepthTableModeName(engine::DepthTable::FromBins({Bin(10)}, 0.9, 2)), "bicache[kv 0.9]");
 }
 
 }  // namespace

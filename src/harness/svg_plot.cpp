@@ -124,8 +124,12 @@ void DrawCalibration(std::ostream& o, double x0, double y0, const engine::DepthT
 
 // A band's marker: colour and shape (all: dark circle, short: blue square, long: red triangle,
 // as the calibration curves colour short and long prefixes), filled when the point keeps accuracy.
+const char* BandColour(const std::string& band) {
+  return band == "short" ? "#1f77b4" : band == "long" ? "#d62728" : "#333";
+}
+
 void Marker(std::ostream& o, const std::string& band, double x, double y, bool filled) {
-  const char* c = band == "short" ? "#1f77b4" : band == "long" ? "#d62728" : "#333";
+  const char* c = BandColour(band);
   const std::string paint =
       std::string("fill='") + (filled ? c : "white") + "' stroke='" + c + "' stroke-width='1.5'";
   if (band == "short") {
@@ -164,10 +168,10 @@ void DrawTradeoff(std::ostream& o, double x0, double y0, const std::vector<Trade
     const double dx = p.band == "short" ? -4 : p.band == "long" ? 4 : 0;
     const double px = a.X(p.speedup) + dx, py = a.Y(p.delta);
     o << "<line class='errbar' x1='" << px << "' y1='" << a.Y(p.hi) << "' x2='" << px << "' y2='"
-      << a.Y(p.lo) << "' stroke='#777'/>\n";
+      << a.Y(p.lo) << "' stroke='" << BandColour(p.band) << "' stroke-opacity='0.55'/>\n";
     for (double v : {p.lo, p.hi}) {
       o << "<line x1='" << px - 3 << "' y1='" << a.Y(v) << "' x2='" << px + 3 << "' y2='" << a.Y(v)
-        << "' stroke='#777'/>\n";
+        << "' stroke='" << BandColour(p.band) << "' stroke-opacity='0.55'/>\n";
     }
     Marker(o, p.band, px, py, p.keeps);
     if (std::find(labelled.begin(), labelled.end(), p.label) == labelled.end()) {
