@@ -47,18 +47,21 @@ void AddTableModes(BenchReport& report, const BenchOptions& options, int n_layer
                                                    " layers, the model has " +
                                                    std::to_string(n_layer));
     }
+    auto taken = [&](const std::string& name) {
+      return std::any_of(report.modes.begin(), report.modes.end(),
+                         [&](const BenchMode& o) { return o.name == name; });
+    };
+    for (const BenchMode& other : report.modes) {
+      if (other.depth_table_path == t.path)
+        throw Error(ErrorKind::kInvalidArgument, "--depth-tables: '" + t.path + "' given twice");
+    }
     BenchMode m;
     m.cache.prefix = engine::PrefixReuse::kBicache;
-    m.name = DepthTableModeName(t.table);
-    for (const BenchMode& other : report.modes) {
-      if (other.name == m.name) m.name.insert(m.name.size() - 1, " " + BaseName(t.path));
-    }
-    for (const BenchMode& other : report.modes) {
-      if (other.name == m.name) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "--depth-tables: '" + t.path + "' given twice (mode " + m.name + ")");
-      }
-    }
+    // Same criterion and threshold as an earlier table: the file name (or path) tells them apart.
+    const std::string name = DepthTableModeName(t.table);
+    m.name = name;
+    if (taken(m.name)) m.name = name.substr(0, name.size() - 1) + " " + BaseName(t.path) + "]";
+    if (taken(m.name)) m.name = name.substr(0, name.size() - 1) + " " + t.path + "]";
     m.depth_table_path = t.path;
     m.depth_table = t.table;
     report.modes.push_back(std::move(m));

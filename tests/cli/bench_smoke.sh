@@ -206,6 +206,16 @@ if "$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2
   echo "a 5-layer table was accepted for a 2-layer model"; exit 1
 fi
 grep -q "bad.json' was made for 5 layers" "$TMP/bad.txt" || { cat "$TMP/bad.txt"; exit 1; }
+# The same file twice is refused; two files with the same criterion and threshold are told apart.
+if "$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --modes none \
+    --depth-tables "$TMP/kv.json,$TMP/kv.json" > /dev/null 2> "$TMP/twice.txt"; then
+  echo "the same table was accepted twice"; exit 1
+fi
+grep -q "kv.json' given twice" "$TMP/twice.txt" || { cat "$TMP/twice.txt"; exit 1; }
+cp "$TMP/kv.json" "$TMP/kv2.json"
+"$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --modes none \
+  --depth-tables "$TMP/kv.json,$TMP/kv2.json" --json "$TMP/two.json" > /dev/null 2>&1
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["modes"]; assert set(m) == {"none", "bicache[kv 0.998]", "bicache[kv 0.998 kv2.json]"}, list(m)' "$TMP/two.json"
 
 head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
 grep -q '</svg>' "$TMP/out.svg"
