@@ -16,13 +16,35 @@
 #include "util/error.h"
 
 namespace bicache::cli {
+namespace {
+
+// "a, b,c" -> {a, b, c}; `flag` and `what` name the list in the error for an empty item.
+std::vector<std::string> SplitList(const std::string& text, const char* flag, const char* what) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (cur.empty()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(flag) + " '" + text + "': empty " + what);
+      }
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 Runner AddBench(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "bench", "Compare cache modes side by side on the task suite (throughput, accuracy)");
   struct Opts {
     std::string model, suite, modes = "none,llm,dual,bicache,bicache+dual", json, svg;
-    std::string order = "interleaved", band = "all";
+    std::string order = "interleaved", band = "all", depth_tables;
     int prefixes = 0, per_prefix = 4, threads = 0;
     SamplingFlags s;
   };
@@ -34,6 +56,11 @@ Runner AddBench(CLI::App& app) {
                   "comma-separated cache modes to compare (default: "
                   "none,llm,dual,bicache,bicache+dual); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");
+  cmd->add_option("--depth-tables", o->depth_tables,
+                  "comma-separated depth tables (bicache calibrate's JSON): one more mode each, "
+                  "served like bicache with that table and named by its criterion and threshold "
+                  "(e.g. bicache[answers 0.98]) -- the speed/accuracy trade-off on the same "
+                  "requests");
   cmd->add_option("--order", o->order,
                   "interleaved (A1 B1 .. A2 B2 ..) or grouped (A1 A2 .. B1 B2 ..)");
   cmd->add_option("--ratio-band", o->band,
@@ -54,6 +81,10 @@ Runner AddBench(CLI::App& app) {
     harness::BenchOptions bench;
     const ModeList modes = ParseModesFlag(o->modes);
     bench.modes = modes.modes;
+    if (!o->depth_tables.empty()) {
+      for (const std::string& path : SplitList(o->depth_tables, "--depth-tables", "path"))
+        bench.depth_tables.push_back({path, engine::DepthTable::Load(path)});
+    }
     SamplingFlags sf = o->s;
     if (sf.block_length == 0) sf.block_length = DefaultBlockLength(sf.gen_length, modes.any_dual);
     bench.suite = o->suite;
