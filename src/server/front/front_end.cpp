@@ -88,7 +88,12 @@ void FrontEnd::Run() {
     for (uint64_t id : closed_) conns_.erase(id);
     closed_.clear();
     if (finish_applied_ && conns_.empty()) return;
-    if (finish_applied_ && Clock::now() >= finish_deadline_) return;  // ~FrontEnd closes the rest
+    if (finish_applied_ && Clock::now() >= finish_deadline_) {
+      for (auto& [id, c] : conns_) Close(*c);
+      conns_.clear();
+      closed_.clear();
+      return;
+    }
     int timeout_ms = 1000;
     if (!deadlines_.empty()) {
       const auto wait = deadlines_.begin()->first - Clock::now();
