@@ -240,7 +240,8 @@ void Server::InstallProbes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     engine::SchedulerStats s;
     if (ready()) s = scheduler_->stats();
-    res.set_content(RenderMetrics(s, options_.model_id), "text/plain; version=0.0.4");
+    res.set_content(RenderMetrics(s, options_.model_id, front_->stats()),
+                    "text/plain; version=0.0.4");
   });
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const json j = {

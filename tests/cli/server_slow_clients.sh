@@ -84,6 +84,8 @@ check "slow body: names --body-timeout" jqtest '.error.message | test("--body-ti
 st=$(raw 0 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n')
 check "Content-Length over the limit: 413 before any body" [ "$st" = 413 ]
 check "Content-Length over the limit: says the limit" jqtest '.error.message | test("too large")'
+curl -s "$URL/metrics" >"$TMP/body"
+check "/metrics counts the two 408s" grep -q '^bicache_connections_timed_out_total{.*} 2$' "$TMP/body"
 line=$(head -c 7000 /dev/zero | tr '\0' a)
 st=$(raw 0 "GET /health HTTP/1.1\\r\\nHost: x\\r\\n$(for i in $(seq 1 10); do printf 'X-%d: %s\\r\\n' "$i" "$line"; done)\\r\\n")
 check "head over 64 KiB: 431" [ "$st" = 431 ]
@@ -139,5 +141,8 @@ check "over --max-connections: says so" \
 wait "$HOLD"
 sleep 0.3
 check "under the cap again: 200" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
+curl -s "$URL/metrics" >"$TMP/body"
+check "/metrics counts the refused connection" grep -q '^bicache_connections_refused_total{.*} 1$' "$TMP/body"
+check "/metrics: only its own connection open" grep -q '^bicache_connections_open{.*} 1$' "$TMP/body"
 stop
 exit $fail

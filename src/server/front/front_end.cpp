@@ -88,7 +88,12 @@ void FrontEnd::Run() {
     for (uint64_t id : closed_) conns_.erase(id);
     closed_.clear();
     if (finish_applied_ && conns_.empty()) return;
-    if (finish_applied_ && Clock::now() >= finish_deadline_) return;  // ~FrontEnd closes the rest
+    if (finish_applied_ && Clock::now() >= finish_deadline_) {
+      for (auto& [id, c] : conns_) Close(*c);
+      conns_.clear();
+      closed_.clear();
+      return;
+    }
     int timeout_ms = 1000;
     if (!deadlines_.empty()) {
       const auto wait = deadlines_.begin()->first - Clock::now();
@@ -131,6 +136,7 @@ void FrontEnd::Accept() {
         close(reserve_fd_);
         const int refused = accept4(listen_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (refused >= 0) {
+          refused_.fetch_add(1, std::memory_order_relaxed);
           const std::string r =
               ErrorResponse(503, "the server has no free connection slot", "too_many_connections");
           [[maybe_unused]] ssize_t n = send(refused, r.data(), r.size(), MSG_NOSIGNAL);
@@ -154,7 +160,7 @@ void FrontEnd::Accept() {
     c->id = next_id_++;
     c->fd = fd;
     c->phase_start = c->head_start = c->last_write = Clock::now();
-    ++admitted_;
+    open_.store(++admitted_, std::memory_order_relaxed);
     Connection& ref = *c;
     conns_.emplace(c->id, std::move(c));
     Watch(fd, ref.id << 2 | kClientTag, EPOLLIN | EPOLLRDHUP, &ref.client_events);
@@ -173,6 +179,7 @@ void FrontEnd::Refuse(int fd) {
   Connection& ref = *c;
   conns_.emplace(c->id, std::move(c));
   Watch(fd, ref.id << 2 | kClientTag, EPOLLIN | EPOLLRDHUP, &ref.client_events);
+  refused_.fetch_add(1, std::memory_order_relaxed);
   Reject(ref, 503,
          "too many open connections (this server holds up to " +
              std::to_string(options_.max_connections) + ", --max-connections)",
@@ -236,6 +243,7 @@ void FrontEnd::OnDeadline(Connection& c) {
     std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(ms.count()) / 1000.0);
     return std::string(buf);
   };
+  timed_out_.fetch_add(1, std::memory_order_relaxed);
   if (c.phase == Phase::kHead) {
     Reject(c, 408,
            "the request head did not arrive within " + secs(options_.header_timeout) +
@@ -289,7 +297,7 @@ void FrontEnd::Close(Connection& c) {
   c.deadline = Clock::time_point::max();
   close(c.fd);  // also drops it from the epoll set
   c.closed = true;
-  if (c.admitted) --admitted_;
+  if (c.admitted) open_.store(--admitted_, std::memory_order_relaxed);
   closed_.push_back(c.id);
 }
 

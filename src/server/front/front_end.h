@@ -38,6 +38,13 @@ struct FrontOptions {
   size_t max_body_bytes = 1 << 20;                   // larger Content-Length: 413 at once
 };
 
+// Counters for /metrics (server/metrics.h).
+struct ConnectionStats {
+  uint64_t open = 0;       // client connections held (counted against --max-connections)
+  uint64_t refused = 0;    // answered 503 over --max-connections
+  uint64_t timed_out = 0;  // answered 408: a head or body slower than its deadline
+};
+
 class FrontEnd {
  public:
   explicit FrontEnd(FrontOptions options);
@@ -57,6 +64,11 @@ class FrontEnd {
   // Every connection closes within `flush` (responses in flight get that long to go out); then
   // Run() returns.
   void Finish(std::chrono::milliseconds flush);
+  // Safe from any thread.
+  ConnectionStats stats() const {
+    return {static_cast<uint64_t>(open_.load(std::memory_order_relaxed)),
+            refused_.load(std::memory_order_relaxed), timed_out_.load(std::memory_order_relaxed)};
+  }
 
  private:
   using Deadline = std::pair<Clock::time_point, uint64_t>;
@@ -98,6 +110,8 @@ class FrontEnd {
   std::vector<uint64_t> closed_;  // closed in this iteration, erased after it
   std::set<Deadline> deadlines_;
   std::atomic<bool> draining_{false}, finishing_{false};
+  std::atomic<int> open_{0};  // admitted_, readable from other threads
+  std::atomic<uint64_t> refused_{0}, timed_out_{0};
   std::atomic<int64_t> grace_ns_{0}, flush_ns_{0};
   bool drain_applied_ = false, finish_applied_ = false;
   Clock::time_point grace_deadline_ = Clock::time_point::max();

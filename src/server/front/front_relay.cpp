@@ -278,7 +278,7 @@ void FrontEnd::EnterClosing(Connection& c) {
   // must not turn the clients that reconnect right after into 503s.
   if (c.admitted) {
     c.admitted = false;
-    --admitted_;
+    open_.store(--admitted_, std::memory_order_relaxed);
   }
 }
 
