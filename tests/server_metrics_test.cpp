@@ -67,6 +67,9 @@ TEST(ServerMetrics, EveryMetricHasHelpTypeAndOneSample) {
       {"bicache_requests_failed_total", "counter"},
       {"bicache_requests_rejected_total", "counter"},
       {"bicache_batch_iterations_total", "counter"},
+      {"bicache_connections_open", "gauge"},
+      {"bicache_connections_refused_total", "counter"},
+      {"bicache_connections_timed_out_total", "counter"},
       {"bicache_depth", "histogram"},
   };
   // Each family: "# HELP name <text>" then "# TYPE name <type>" before its first sample, once.
@@ -148,6 +151,13 @@ TEST(ServerMetrics, NoBudgetMeansZeroUsage) {
   engine::SchedulerStats s;
   s.cache.total.bytes_used = 10;  // budget 0: no division by zero, no NaN in the scrape
   EXPECT_EQ(Sample(RenderMetrics(s, "tiny"), Series("vllm:gpu_cache_usage_perc")), "0");
+}
+
+TEST(ServerMetrics, ConnectionCounters) {
+  const std::string text = RenderMetrics({}, "tiny", {7, 2, 3});
+  EXPECT_EQ(Sample(text, Series("bicache_connections_open")), "7");
+  EXPECT_EQ(Sample(text, Series("bicache_connections_refused_total")), "2");
+  EXPECT_EQ(Sample(text, Series("bicache_connections_timed_out_total")), "3");
 }
 
 TEST(ServerMetrics, DepthHistogramIsCumulative) {

@@ -2,10 +2,10 @@
 // stream, in one process, on the same depth table. The run is harness::RunBench (harness/bench.h,
 // which says how the modes are kept fair); the definitions of the reported figures are in
 // harness/bench_report.h and docs/benchmarks.md. This file turns flags into BenchOptions.
-#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/engine.h"
@@ -18,13 +18,16 @@
 namespace bicache::cli {
 namespace {
 
-std::vector<std::string> SplitModes(const std::string& text) {
+// "a, b,c" -> {a, b, c}; `flag` and `what` name the list in the error for an empty item.
+std::vector<std::string> SplitList(const std::string& text, const char* flag, const char* what) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : text + ",") {
     if (c == ',') {
-      if (cur.empty())
-        throw Error(ErrorKind::kInvalidArgument, "--modes '" + text + "': empty mode name");
+      if (cur.empty()) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    std::string(flag) + " '" + text + "': empty " + what);
+      }
       out.push_back(cur);
       cur.clear();
     } else if (c != ' ') {
@@ -41,22 +44,23 @@ Runner AddBench(CLI::App& app) {
       "bench", "Compare cache modes side by side on the task suite (throughput, accuracy)");
   struct Opts {
     std::string model, suite, modes = "none,llm,dual,bicache,bicache+dual", json, svg;
-    std::string order = "interleaved", band = "all";
+    std::string order = "interleaved", band = "all", depth_tables;
     int prefixes = 0, per_prefix = 4, threads = 0;
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
-  cmd->add_option("--prefixes", o->prefixes,
-                  "distinct shared prefixes P (per band with --ratio-band sweep); "
-                  "default 0 = every prefix group of the suite with M usable requests");
-  cmd->add_option("--per-prefix", o->per_prefix, "requests M per prefix");
+  AddSuiteFlag(cmd, &o->suite);
+  AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes to compare (default: "
                   "none,llm,dual,bicache,bicache+dual); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");
+  cmd->add_option("--depth-tables", o->depth_tables,
+                  "comma-separated depth tables (bicache calibrate's JSON): one more mode each, "
+                  "served like bicache with that table and named by its criterion and threshold "
+                  "(e.g. bicache[answers 0.98]) -- the speed/accuracy trade-off on the same "
+                  "requests");
   cmd->add_option("--order", o->order,
                   "interleaved (A1 B1 .. A2 B2 ..) or grouped (A1 A2 .. B1 B2 ..)");
   cmd->add_option("--ratio-band", o->band,
@@ -73,29 +77,16 @@ Runner AddBench(CLI::App& app) {
                   "bench compares the modes given by --modes; --cache is not used here");
     }
     ApplyThreads(o->threads);
-    // Modes (validated before the model loads).
+    // Modes (validated before the model loads), the same settings for every mode.
     harness::BenchOptions bench;
-    bool any_dual = false;
-    std::vector<std::string> names;
-    for (const std::string& name : SplitModes(o->modes)) {
-      engine::CacheMode m;
-      try {
-        m = engine::ParseCacheMode(name);
-      } catch (const Error& e) {
-        throw Error(e.kind(), std::string("--modes: ") + e.what());
-      }
-      if (std::find(names.begin(), names.end(), m.ToString()) != names.end())
-        throw Error(ErrorKind::kInvalidArgument, "--modes: '" + m.ToString() + "' given twice");
-      names.push_back(m.ToString());
-      any_dual |= m.dual;
-      bench.modes.push_back(m);
+    const ModeList modes = ParseModesFlag(o->modes);
+    bench.modes = modes.modes;
+    if (!o->depth_tables.empty()) {
+      for (const std::string& path : SplitList(o->depth_tables, "--depth-tables", "path"))
+        bench.depth_tables.push_back({path, engine::DepthTable::Load(path)});
     }
-    // Same settings for every mode. With a dual mode and no --block-length, blocks of gen/4 so the
-    // dual cache has block starts to rebuild at (one block = no reuse between blocks).
     SamplingFlags sf = o->s;
-    if (sf.block_length == 0 && any_dual && sf.gen_length % 4 == 0 && sf.gen_length >= 4) {
-      sf.block_length = sf.gen_length / 4;
-    }
+    if (sf.block_length == 0) sf.block_length = DefaultBlockLength(sf.gen_length, modes.any_dual);
     bench.suite = o->suite;
     bench.base.sampler = sf.Sampler();
     bench.base.refresh_interval = sf.refresh;

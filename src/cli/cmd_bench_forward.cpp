@@ -14,25 +14,20 @@
 //
 // Without -m the model is synthetic (harness/synthetic_model.h): llada, d 1024, 16 heads x 64,
 // d_ff 2816, 4 layers, vocab 2048, BF16 matrices, each adjustable with --synthetic-*.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/tokenize_input.h"
 #include "harness/forward_bench.h"
+#include "harness/forward_bench_report.h"
 #include "harness/synthetic_model.h"
-#include "kernels/matmul.h"
 #include "model/weights.h"
 #include "util/error.h"
-#include "util/proc_stats.h"
 
 namespace bicache::cli {
 namespace {
@@ -51,10 +46,6 @@ format::TensorType ParseMatrixType(const std::string& s) {
   if (s == "q4_0") return format::TensorType::Q4_0;
   throw Error(ErrorKind::kInvalidArgument,
               "--synthetic-type: '" + s + "' is not one of bf16, f32, f16, q8_0, q4_0");
-}
-
-double Mb(uint64_t bytes) {
-  return static_cast<double>(bytes) / 1e6;
 }
 
 }  // namespace
@@ -117,79 +108,20 @@ Runner AddBenchForward(CLI::App& app) {
     } else {
       m = model::Model::Load(o->model);
     }
-    const auto& c = m->config();
-    ApplyModelThreads(o->threads, c);
-    const int threads = omp_get_max_threads();
-    std::printf(
-        "model %s: %s, %d layers, d %d, %d heads x %d (%d kv), d_ff %d, vocab %d; built/loaded in "
-        "%.1f s\n",
-        o->model.empty() ? "(synthetic)" : o->model.c_str(), model::ArchName(c.arch), c.n_layer,
-        c.d_model, c.n_head, c.head_dim, c.n_kv_head, c.d_ff, c.n_vocab, Seconds(t_load));
-    std::printf("tensor types: %s; file %.1f MB, resident after load %.1f MB\n",
-                harness::TensorTypeSummary(m->file()).c_str(), Mb(m->file().file_size()),
-                Mb(CurrentRssBytes().value_or(0)));
-    std::printf(
-        "threads %d, repeats %d (median; best ratio = best forward / best GEMM run), GEMM "
-        "yardstick: oneDNN "
-        "%s [n x %d] * [%d x %d], %d iters per run\n\n",
-        threads, o->repeats, kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision()),
-        c.d_model, c.d_model, c.d_ff, o->gemm_iters);
-
+    ApplyModelThreads(o->threads, m->config());
+    const harness::ForwardBenchSetup setup = harness::DescribeForwardBench(
+        *m, o->model, Seconds(t_load), o->repeats, o->gemm_iters, !o->no_breakdown);
+    harness::PrintForwardBenchHeader(setup);
     std::vector<harness::ForwardBenchRow> rows;
-    std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s\n", "tokens", "logits", "ms/fwd",
-                "best ms", "mm GFLOP", "att GFLOP", "fwd GF/s", "GEMM GF/s", "ratio", "best ratio");
     for (int n : lengths) {
-      harness::ForwardBenchRow r = harness::MeasureForward(*m, n, o->logit_rows, o->repeats,
-                                                           o->gemm_iters, !o->no_breakdown);
-      std::printf("%7d %7d %9.1f %9.1f %9.2f %9.2f %9.1f %9.1f %6.2f %10.2f\n", r.tokens,
-                  r.logit_rows, r.ms_median, r.ms_best, r.matmul_gflop, r.attention_gflop,
-                  r.fwd_gflops, r.gemm_gflops, r.fwd_gflops / r.gemm_gflops,
-                  r.fwd_gflops_best / r.gemm_gflops_best);
-      std::fflush(stdout);
-      rows.push_back(r);
+      rows.push_back(harness::MeasureForward(*m, n, o->logit_rows, o->repeats, o->gemm_iters,
+                                             !o->no_breakdown));
+      harness::PrintForwardBenchRow(rows.back());
     }
-    // Peak RSS is read right after each length's forwards, before the GEMM yardstick allocates
-    // its own operands: what loading the model and running these forwards took.
-    uint64_t peak_rss = 0;
-    for (const harness::ForwardBenchRow& r : rows) peak_rss = std::max(peak_rss, r.peak_rss);
-    std::printf(
-        "\npeak resident memory (VmHWM, load + the forwards above): %.1f MB = %.2f x the file's "
-        "%.1f MB\n",
-        Mb(peak_rss), static_cast<double>(peak_rss) / static_cast<double>(m->file().file_size()),
-        Mb(m->file().file_size()));
-    if (!o->no_breakdown) {
-      std::printf(
-          "\nwhere the time goes (ms per forward; matmul and attention timed alone at the same "
-          "shapes)\n");
-      std::printf("%7s %10s %10s %10s %10s %12s\n", "tokens", "forward", "matmul", "attention",
-                  "other", "matmul GF/s");
-      for (const harness::ForwardBenchRow& r : rows) {
-        std::printf("%7d %10.1f %10.1f %10.1f %10.1f %12.1f\n", r.tokens, r.ms_median, r.ms_matmul,
-                    r.ms_attention, r.ms_other, r.matmul_gflop / r.ms_matmul * 1e3);
-      }
-    }
+    harness::PrintForwardBenchSummary(setup, rows);
     if (!o->json.empty()) {
-      nlohmann::json j;
-      j["model"] = {{"file", o->model.empty() ? "synthetic" : o->model},
-                    {"arch", model::ArchName(c.arch)},
-                    {"n_layer", c.n_layer},
-                    {"d_model", c.d_model},
-                    {"n_head", c.n_head},
-                    {"n_kv_head", c.n_kv_head},
-                    {"head_dim", c.head_dim},
-                    {"d_ff", c.d_ff},
-                    {"n_vocab", c.n_vocab}};
-      j["threads"] = threads;
-      j["tensor_types"] = harness::TensorTypeSummary(m->file());
-      j["file_bytes"] = m->file().file_size();
-      j["peak_rss_bytes"] = peak_rss;
-      j["repeats"] = o->repeats;
-      j["gemm_iters"] = o->gemm_iters;
-      j["matmul_precision"] = kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision());
-      for (const harness::ForwardBenchRow& r : rows)
-        j["results"].push_back(harness::ForwardBenchRowJson(r, !o->no_breakdown));
       std::ofstream f(o->json);
-      f << j.dump(2) << "\n";
+      f << harness::ForwardBenchJson(setup, rows).dump(2) << "\n";
       if (!f) throw Error(ErrorKind::kIo, "cannot write '" + o->json + "'");
     }
     return 0;

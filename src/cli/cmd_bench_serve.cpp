@@ -8,9 +8,10 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/cache_mode.h"
 #include "engine/loaded_model.h"
 #include "engine/request.h"
@@ -33,12 +34,11 @@ Runner AddBenchServe(CLI::App& app) {
     uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
-  o->suite = harness::DefaultSuitePath();
   AddModelFlag(cmd, &o->model);
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--url", o->url,
                   "load an already running server (http://HOST:PORT) instead of starting one");
-  cmd->add_option("--suite", o->suite, "task suite JSONL (default: the held-out suite)");
+  AddSuiteFlag(cmd, &o->suite);
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes (default: none,bicache,dual,bicache+dual)");
   cmd->add_option("--clients", o->clients, "concurrent clients")->check(CLI::Range(1, 1024));
@@ -47,32 +47,26 @@ Runner AddBenchServe(CLI::App& app) {
       ->check(Positive());
   cmd->add_option("--rounds", o->rounds, "turns per mode, modes alternating")
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--prefixes", o->prefixes, "distinct shared prefixes (system messages)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--per-prefix", o->per_prefix, "distinct user turns per prefix")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-tokens", o->max_tokens, "max_tokens of every request")
-      ->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--steps", o->steps, "denoising steps (default: max_tokens)")
-      ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--block-length", o->block_length,
-                  "block length (default: max_tokens/4 with a dual mode, else max_tokens)")
-      ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--refresh", o->refresh,
-                  "bicache: refresh interval R sent with every request (0 = off)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 16));
+  AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix,
+                   "requests M (distinct user turns) per prefix");
+  AddGenLengthFlag(cmd, &o->max_tokens,
+                   "tokens to generate: max_tokens of every request (--max-tokens: the old "
+                   "spelling)",
+                   "--max-tokens");
+  AddStepsFlag(cmd, &o->steps, "denoising steps (default: gen length)");
+  AddBlockLengthFlag(cmd, &o->block_length,
+                     "block length (default: gen length/4 with a dual mode, else gen length)");
+  AddRefreshFlag(cmd, &o->refresh, "bicache: refresh interval R sent with every request (0 = off)");
   cmd->add_option("--max-running", o->max_running,
                   "in-process server: batch size (default: --clients)")
       ->check(CLI::Range(0, 1 << 12));
-  cmd->add_option("--cache-budget-mb", o->cache_budget_mb, "in-process server: prefix cache budget")
-      ->check(NonNegative());
+  AddCacheBudgetFlag(cmd, &o->cache_budget_mb, "in-process server: prefix cache budget");
   cmd->add_option("--rate", o->rate,
                   "open loop: Poisson arrivals at this many requests/s per turn, --clients in "
                   "flight at most "
                   "(default 0: closed loop, every client sends again as soon as answered)")
       ->check(NonNegative());
-  cmd->add_option("--seed", o->seed, "seed of the Poisson arrival times (--rate)");
+  AddSeedFlag(cmd, &o->seed, "seed of the Poisson arrival times (--rate)");
   cmd->add_option("--json", o->json, "write the results as JSON to this file");
   return [=]() {
     ApplyThreads(o->threads);
@@ -84,30 +78,10 @@ Runner AddBenchServe(CLI::App& app) {
            SIG_IGN);  // as in `serve`: a vanished peer is a failed write, not a dead process
     // ---- modes and settings (validated before anything loads) ----
     harness::BenchServeOptions bo;
-    bool any_dual = false;
-    {
-      std::stringstream ss(o->modes);
-      for (std::string name; std::getline(ss, name, ',');) {
-        if (name.empty()) continue;
-        engine::CacheMode m;
-        try {
-          m = engine::ParseCacheMode(name);
-        } catch (const Error& e) {
-          throw Error(e.kind(), std::string("--modes: ") + e.what());
-        }
-        for (const auto& prev : bo.modes) {
-          if (prev == m.ToString())
-            throw Error(ErrorKind::kInvalidArgument, "--modes: '" + name + "' given twice");
-        }
-        any_dual |= m.dual;
-        bo.modes.push_back(m.ToString());
-      }
-    }
-    if (bo.modes.empty()) throw Error(ErrorKind::kInvalidArgument, "--modes: no mode given");
-    bo.block_length = o->block_length;
-    if (bo.block_length == 0)
-      bo.block_length = any_dual && o->max_tokens % 4 == 0 && o->max_tokens >= 4 ? o->max_tokens / 4
-                                                                                 : o->max_tokens;
+    const ModeList modes = ParseModesFlag(o->modes);
+    for (const engine::CacheMode& m : modes.modes) bo.modes.push_back(m.ToString());
+    bo.block_length =
+        o->block_length > 0 ? o->block_length : DefaultBlockLength(o->max_tokens, modes.any_dual);
     bo.steps = o->steps > 0 ? o->steps : o->max_tokens;
     bo.model = o->model, bo.suite = o->suite, bo.url = o->url;
     bo.clients = o->clients, bo.requests = o->requests, bo.rounds = o->rounds;

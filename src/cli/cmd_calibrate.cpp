@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/loaded_model.h"
 #include "harness/calibrate_report.h"
 #include "harness/calibrate_run.h"
@@ -31,16 +32,16 @@ Runner AddCalibrate(CLI::App& app) {
                                  "Measure how deep a shared prefix's K/V can be reused and save "
                                  "the BiCache depth table");
   struct Opts {
-    std::string model, suite = harness::DefaultSuitePath(), out, svg, criterion = "kv_similarity";
-    int limit = 0, threads = 0;
+    std::string model, suite, out, svg, criterion = "kv_similarity";
+    int limit = 0, threads = 0, steps = 0, block_length = 0;  // 0 = gen length
     harness::CalibrateOptions c;
   };
   auto o = std::make_shared<Opts>();
   o->c.base.sampler.gen_length = 32;
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite,
-                  "JSONL of {\"prefix\", \"prompt\"[, \"answer\"]} samples (default: the held-out "
-                  "suite; for --criterion answers use the calibration split)");
+  AddSuiteFlag(cmd, &o->suite,
+               "JSONL of {\"prefix\", \"prompt\"[, \"answer\"]} samples (--criterion answers: "
+               "use the calibration split)");
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
       ->check(NonNegative());
   cmd->add_option("--criterion", o->criterion,
@@ -60,12 +61,14 @@ Runner AddCalibrate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--bin", o->c.bin_pct,
                   "ratio bin width in percent (default 5 for kv_similarity, 10 for answers)");
-  cmd->add_option("--gen-length", o->c.base.sampler.gen_length,
-                  "mask canvas appended to every sample (as when serving)")
-      ->capture_default_str();
-  cmd->add_option("--steps", o->c.base.sampler.steps,
-                  "answers: denoising steps (default: gen length)")
-      ->check(CLI::Range(1, 1000000));
+  AddGenLengthFlag(cmd, &o->c.base.sampler.gen_length,
+                   "mask canvas appended to every sample (as when serving)");
+  AddStepsFlag(cmd, &o->steps, "answers: denoising steps (default: gen length)");
+  AddBlockLengthFlag(cmd, &o->block_length,
+                     "answers: semi-autoregressive block length (default: gen length; bench "
+                     "uses gen/4 beside a dual mode)");
+  AddRefreshFlag(cmd, &o->c.base.refresh_interval,
+                 "answers: the fixed:D modes' refresh interval, as served");
   cmd->add_option("--batch", o->c.batch, "answers: requests stepping together")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -79,8 +82,9 @@ Runner AddCalibrate(CLI::App& app) {
     } catch (const Error& e) {
       throw Error(e.kind(), std::string("--criterion: ") + e.what());
     }
-    if (c.base.sampler.steps == 0) c.base.sampler.steps = c.base.sampler.gen_length;
-    c.base.sampler.block_length = c.base.sampler.gen_length;
+    const int gen = c.base.sampler.gen_length;
+    c.base.sampler.steps = o->steps == 0 ? gen : o->steps;
+    c.base.sampler.block_length = o->block_length == 0 ? gen : o->block_length;
     ApplyThreads(o->threads);
     const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     const std::vector<const harness::SuiteSample*> selected =

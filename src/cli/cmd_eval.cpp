@@ -45,14 +45,13 @@ std::vector<std::string> SplitList(const std::string& text, const char* flag) {
 Runner AddEval(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "Accuracy and speed of a model on a task suite");
   struct Opts {
-    std::string model, suite = harness::DefaultSuitePath(), families, json;
+    std::string model, suite, families, json;
     int limit = 0, threads = 0, batch = 1;
     SamplingFlags s;
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->model);
-  cmd->add_option("--suite", o->suite,
-                  "JSONL suite (default: the embedded model's held-out suite)");
+  AddSuiteFlag(cmd, &o->suite);
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
       ->check(NonNegative());
   cmd->add_option(

@@ -1,186 +1,18 @@
-// `bicache quantize IN OUT TYPE`: rewrites a GGUF file with its matrices quantised.
-//
-// TYPE is a single ggml type (every quantisable matrix gets it, as llama-quantize --pure) or one
-// of llama.cpp's K-quant recipes Q4_K_S / Q4_K_M / Q5_K_S / Q5_K_M, whose rules (from
-// llama-quant.cpp's llama_tensor_get_type) are reproduced here for the tensors our models have:
-//   - output.weight (or token_embd.weight when there is no output.weight, i.e. tied) -> Q6_K
-//     (Q8_0 if its rows are not a multiple of 256);
-//   - attn_v (and attn_qkv): _M -> Q6_K in "more bits" layers (the first and last eighth and every
-//     third in between: i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2); Q4_K_S -> Q5_K for the first
-//     4;
-//   - ffn_down: _M -> Q6_K in the same "more bits" layers; Q4_K_S -> Q5_K in the first eighth;
-//   - token_embd.weight (untied) and everything else: the recipe's base type.
-// Quantisable = at least 2 dimensions, name ending in "weight" and not "_norm.weight"; everything
-// else (norms, biases) is copied unchanged. A matrix whose rows do not fit the chosen type's block
-// falls back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; F16 if even that does not
-// fit); the command lists the tensors that fell back.
-//
-// Source rows of any type the kernels read are dequantised to float32 (kernels::DequantizeRow)
-// and re-encoded (format::EncodeRow), in parallel over rows; a tensor already of its target type is
-// copied. Memory: the input is memory-mapped and the output written tensor by tensor
-// (GgufWriter::WriteStreamed), so at most one encoded tensor plus a row per thread is held.
-// The file goes to OUT.partial first and is renamed to OUT when complete.
-#include <omp.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cctype>
-#include <cerrno>
-#include <chrono>
+// `bicache quantize IN OUT TYPE`: rewrites a GGUF file with its matrices quantised
+// (model::Requantize: TYPE is a single ggml type or a K-quant recipe such as Q4_K_M). Prints one
+// line per tensor as it is written, the tensors that fell back to another type, and the sizes.
 #include <cstdio>
-#include <cstring>
-#include <exception>
-#include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "format/gguf.h"
-#include "format/quantize.h"
-#include "kernels/matmul.h"
+#include "model/requantize.h"
 #include "util/error.h"
+#include "util/field_error.h"
 
 namespace bicache::cli {
 namespace {
-
-using format::TensorType;
-
-struct Recipe {
-  const char* name;
-  TensorType base;
-  bool pure;           // every quantisable matrix gets `base`
-  uint32_t file_type;  // llama.cpp's llama_ftype (general.file_type)
-};
-
-// llama_ftype values: MOSTLY_Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9, Q4_K_S 14, Q4_K_M 15,
-// Q5_K_S 16, Q5_K_M 17, Q6_K 18. The pure K types are tagged with the "_S" ftype, which
-// llama.cpp documents as "Q4_K (Q5_K) for all tensors".
-constexpr Recipe kRecipes[] = {
-    {"Q8_0", TensorType::Q8_0, true, 7},     {"Q4_0", TensorType::Q4_0, true, 2},
-    {"Q4_1", TensorType::Q4_1, true, 3},     {"Q5_0", TensorType::Q5_0, true, 8},
-    {"Q5_1", TensorType::Q5_1, true, 9},     {"Q4_K", TensorType::Q4_K, true, 14},
-    {"Q5_K", TensorType::Q5_K, true, 16},    {"Q6_K", TensorType::Q6_K, true, 18},
-    {"Q4_K_S", TensorType::Q4_K, false, 14}, {"Q4_K_M", TensorType::Q4_K, false, 15},
-    {"Q5_K_S", TensorType::Q5_K, false, 16}, {"Q5_K_M", TensorType::Q5_K, false, 17},
-};
-constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION, as llama-quantize writes
-
-std::string ValidTypes() {
-  std::string s;
-  for (const Recipe& r : kRecipes) s += (s.empty() ? "" : ", ") + std::string(r.name);
-  return s;
-}
-
-const Recipe& FindRecipe(const std::string& type) {
-  std::string upper = type;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const Recipe& r : kRecipes) {
-    if (upper == r.name) return r;
-  }
-  throw Error(ErrorKind::kInvalidArgument,
-              "unknown quantization type '" + type + "' (valid: " + ValidTypes() + ")");
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool Contains(const std::string& s, const char* part) {
-  return s.find(part) != std::string::npos;
-}
-
-size_t NDims(const std::vector<uint64_t>& ne) {  // ggml_n_dims: trailing 1s do not count
-  size_t n = ne.size();
-  while (n > 1 && ne[n - 1] == 1) --n;
-  return n;
-}
-
-bool Quantizable(const format::TensorInfo& t) {
-  return NDims(t.ne) >= 2 && EndsWith(t.name, "weight") && !Contains(t.name, "_norm.weight");
-}
-
-uint64_t BlockElems(TensorType type) {
-  uint64_t elems = 0;
-  format::TensorTypeLayout(type, &elems, nullptr);
-  return elems;
-}
-
-// llama.cpp's tensor_type_fallback for the types we write.
-TensorType Fallback(TensorType t) {
-  switch (t) {
-    case TensorType::Q4_K:
-      return TensorType::Q5_0;
-    case TensorType::Q5_K:
-      return TensorType::Q5_1;
-    case TensorType::Q6_K:
-      return TensorType::Q8_0;
-    default:
-      return TensorType::F16;
-  }
-}
-
-struct Plan {
-  TensorType type;
-  bool fell_back = false;
-  TensorType wanted = TensorType::F32;
-};
-
-std::vector<Plan> PlanTypes(const format::GgufFile& file, const Recipe& recipe) {
-  const auto& tensors = file.tensors();
-  const bool tied = file.FindTensor("output.weight") == nullptr;
-  int n_wv = 0, n_down = 0;
-  for (const auto& t : tensors) {
-    if (!Quantizable(t)) continue;
-    if (Contains(t.name, "attn_v.weight") || Contains(t.name, "attn_qkv.weight")) ++n_wv;
-    if (Contains(t.name, "ffn_down")) ++n_down;
-  }
-  auto more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
-  const bool m_mix = EndsWith(recipe.name, "_M");
-  const bool q4ks = std::string(recipe.name) == "Q4_K_S";
-  int i_wv = 0, i_down = 0;
-  std::vector<Plan> plans;
-  for (const auto& t : tensors) {
-    Plan p{t.type};
-    if (!Quantizable(t)) {
-      plans.push_back(p);
-      continue;
-    }
-    TensorType type = recipe.base;
-    if (!recipe.pure) {
-      if (t.name == "output.weight" || (tied && t.name == "token_embd.weight")) {
-        type = t.ne[0] % BlockElems(recipe.base) != 0 ? TensorType::Q8_0 : TensorType::Q6_K;
-      } else if (Contains(t.name, "attn_v.weight") || Contains(t.name, "attn_qkv.weight")) {
-        if (m_mix && more_bits(i_wv, n_wv))
-          type = TensorType::Q6_K;
-        else if (q4ks && i_wv < 4)
-          type = TensorType::Q5_K;
-        ++i_wv;
-      } else if (Contains(t.name, "ffn_down")) {
-        if (m_mix && more_bits(i_down, n_down))
-          type = TensorType::Q6_K;
-        else if (q4ks && i_down < n_down / 8)
-          type = TensorType::Q5_K;
-        ++i_down;
-      }
-    }
-    if (t.ne[0] % BlockElems(type) != 0) {
-      p.fell_back = true;
-      p.wanted = type;
-      type = Fallback(type);
-      if (t.ne[0] % BlockElems(type) != 0) type = TensorType::F16;
-    }
-    if (!kernels::IsComputeType(t.type) && type != t.type) {
-      throw Error(ErrorKind::kUnsupported,
-                  "tensor '" + t.name + "' has type " + format::TensorTypeName(t.type) +
-                      ", which cannot be converted (readable: " + kernels::ComputeTypeList() + ")");
-    }
-    p.type = type;
-    plans.push_back(p);
-  }
-  return plans;
-}
 
 std::string Shape(const std::vector<uint64_t>& ne) {
   std::string s;
@@ -188,49 +20,38 @@ std::string Shape(const std::vector<uint64_t>& ne) {
   return s;
 }
 
-std::vector<uint8_t> Convert(const format::TensorInfo& t, TensorType to) {
-  if (to == t.type) return std::vector<uint8_t>(t.data, t.data + t.n_bytes);
-  const uint64_t cols = t.ne[0];
-  const uint64_t rows = t.n_elements / cols;
-  const uint64_t in_row = t.n_bytes / rows;
-  uint64_t be = 0, bb = 0;
-  format::TensorTypeLayout(to, &be, &bb);
-  const uint64_t out_row = cols / be * bb;
-  std::vector<uint8_t> out(rows * out_row);
-  std::exception_ptr error;
-  std::mutex error_mu;
-  std::atomic<bool> failed{false};
-#pragma omp parallel
-  {
-    std::vector<float> buf(cols);
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) {
-      if (failed.load(std::memory_order_relaxed)) continue;
-      try {
-        kernels::DequantizeRow(t.type, t.data + r * in_row, buf.data(), cols);
-        format::EncodeRow(to, buf.data(), cols, out.data() + r * out_row);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-        failed = true;
-      }
-    }
+void PrintTensor(const model::RequantizedTensor& t, size_t n_tensors) {
+  std::string note;
+  if (t.fell_back) {
+    note = " (fallback: " + format::TensorTypeName(t.wanted) + " needs rows of " +
+           std::to_string(t.wanted_block) + ")";
   }
-  if (error) std::rethrow_exception(error);
-  return out;
+  std::printf("[%3zu/%zu] %-32s %-16s %6s -> %-6s%s\n", t.index + 1, n_tensors, t.name.c_str(),
+              Shape(t.ne).c_str(), format::TensorTypeName(t.from).c_str(),
+              format::TensorTypeName(t.to).c_str(), note.c_str());
+  std::fflush(stdout);
 }
 
-void CheckPaths(const std::string& in, const std::string& out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(in, ec))
-    throw Error(ErrorKind::kIo, "cannot read input '" + in + "': no such file");
-  bool same = fs::weakly_canonical(in, ec) == fs::weakly_canonical(out, ec);
-  if (!same && fs::exists(out, ec)) same = fs::equivalent(in, out, ec);
-  if (same) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "output '" + out + "' is the input file; write the quantized model to a new path");
+void PrintSummary(const model::RequantizeReport& r, const std::string& out) {
+  std::vector<std::string> fallbacks;
+  for (const model::RequantizedTensor& t : r.tensors) {
+    if (t.fell_back) {
+      fallbacks.push_back(t.name + " (" + format::TensorTypeName(t.wanted) + " -> " +
+                          format::TensorTypeName(t.to) + ")");
+    }
   }
+  if (!fallbacks.empty()) {
+    std::printf("%zu tensors fell back (row length not a multiple of the block size):",
+                fallbacks.size());
+    for (const auto& f : fallbacks) std::printf(" %s", f.c_str());
+    std::printf("\n");
+  }
+  std::printf(
+      "tensor data: %.2f MB -> %.2f MB (%.2fx smaller); wrote %s (general.file_type %u) in %.1f "
+      "s\n",
+      r.bytes_in / 1e6, r.bytes_out / 1e6,
+      r.bytes_out ? double(r.bytes_in) / double(r.bytes_out) : 0.0, out.c_str(), r.file_type,
+      r.seconds);
 }
 
 }  // namespace
@@ -240,90 +61,31 @@ Runner AddQuantize(CLI::App& app) {
       "quantize",
       "Quantize a GGUF model's matrices (llama.cpp block formats and Q4_K_M/Q5_K_M recipes)");
   struct Opts {
-    std::string in, out, type;
+    model::RequantizeOptions req;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("input", o->in, "source GGUF (F32, F16, BF16 or quantized)")->required();
-  cmd->add_option("output", o->out, "GGUF file to write")->required();
-  cmd->add_option("type", o->type, "target: " + ValidTypes())->required();
-  cmd->add_option("-t,--threads", o->threads, "worker threads (default: all cores)")
-      ->check(CLI::Range(0, 1024));
+  cmd->add_option("input", o->req.input, "source GGUF (F32, F16, BF16 or quantized)")->required();
+  cmd->add_option("output", o->req.output, "GGUF file to write")->required();
+  cmd->add_option("type", o->req.type, "target: " + model::QuantizeTypeNames())->required();
+  AddThreadsFlag(cmd, &o->threads, "worker threads (default: all cores)");
   return [o]() {
-    const Recipe& recipe = FindRecipe(o->type);
-    CheckPaths(o->in, o->out);
     ApplyThreads(o->threads);
-    const auto start = std::chrono::steady_clock::now();
-    format::GgufFile file = format::GgufFile::Open(o->in);
-    const std::vector<Plan> plans = PlanTypes(file, recipe);
-
-    // Probe the output location before the (long) conversion.
-    const std::string partial = o->out + ".partial";
-    if (std::FILE* f = std::fopen(partial.c_str(), "wb")) {
-      std::fclose(f);
-    } else {
-      throw Error(ErrorKind::kIo, "cannot write output '" + o->out + "': " + std::strerror(errno));
-    }
-
-    format::GgufWriter writer;
-    for (const auto& [key, value] : file.metadata()) writer.SetValue(key, value);
-    writer.SetAlignment(file.alignment());
-    writer.SetValue("general.file_type", format::Value::U32(recipe.file_type));
-    writer.SetValue("general.quantization_version", format::Value::U32(kQuantizationVersion));
-
-    const auto& tensors = file.tensors();
-    std::vector<format::GgufWriter::StreamedTensor> decl;
-    for (size_t i = 0; i < tensors.size(); ++i)
-      decl.push_back({tensors[i].name, plans[i].type, tensors[i].ne});
-    std::printf("quantize %s -> %s as %s (%zu tensors, %d threads)\n", o->in.c_str(),
-                o->out.c_str(), recipe.name, tensors.size(), omp_get_max_threads());
-    uint64_t bytes_in = 0, bytes_out = 0;
+    model::RequantizeOptions req = o->req;
+    size_t n_tensors = 0;
+    req.on_start = [&](const model::RequantizeStart& s) {
+      n_tensors = s.n_tensors;
+      std::printf("quantize %s -> %s as %s (%zu tensors, %d threads)\n", req.input.c_str(),
+                  req.output.c_str(), s.recipe.c_str(), s.n_tensors, s.threads);
+    };
+    req.on_tensor = [&](const model::RequantizedTensor& t) { PrintTensor(t, n_tensors); };
     try {
-      writer.WriteStreamed(partial, decl, [&](size_t i) {
-        const format::TensorInfo& t = tensors[i];
-        std::vector<uint8_t> data = Convert(t, plans[i].type);
-        bytes_in += t.n_bytes;
-        bytes_out += data.size();
-        std::printf("[%3zu/%zu] %-32s %-16s %6s -> %-6s%s\n", i + 1, tensors.size(), t.name.c_str(),
-                    Shape(t.ne).c_str(), format::TensorTypeName(t.type).c_str(),
-                    format::TensorTypeName(plans[i].type).c_str(),
-                    plans[i].fell_back
-                        ? (" (fallback: " + format::TensorTypeName(plans[i].wanted) +
-                           " needs rows of " + std::to_string(BlockElems(plans[i].wanted)) + ")")
-                              .c_str()
-                        : "");
-        std::fflush(stdout);
-        return data;
-      });
-    } catch (...) {
-      std::remove(partial.c_str());
-      throw;
+      PrintSummary(model::Requantize(req), req.output);
+    } catch (const FieldError& e) {
+      // This command's fields are its positional arguments, which the usage line names by their
+      // bare words (input, output, type) rather than as --flags.
+      throw Error(e.kind(), e.what());
     }
-    if (std::rename(partial.c_str(), o->out.c_str()) != 0) {
-      const int e = errno;
-      std::remove(partial.c_str());
-      throw Error(ErrorKind::kIo, "cannot write output '" + o->out + "': " + std::strerror(e));
-    }
-    std::vector<std::string> fallbacks;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (plans[i].fell_back) {
-        fallbacks.push_back(tensors[i].name + " (" + format::TensorTypeName(plans[i].wanted) +
-                            " -> " + format::TensorTypeName(plans[i].type) + ")");
-      }
-    }
-    if (!fallbacks.empty()) {
-      std::printf("%zu tensors fell back (row length not a multiple of the block size):",
-                  fallbacks.size());
-      for (const auto& f : fallbacks) std::printf(" %s", f.c_str());
-      std::printf("\n");
-    }
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf(
-        "tensor data: %.2f MB -> %.2f MB (%.2fx smaller); wrote %s (general.file_type %u) in %.1f "
-        "s\n",
-        bytes_in / 1e6, bytes_out / 1e6, bytes_out ? double(bytes_in) / double(bytes_out) : 0.0,
-        o->out.c_str(), recipe.file_type, secs);
     return 0;
   };
 }

@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,27 @@ std::string ResolveApiKey(const std::string& flag, const std::string& file) {
     return key;
   }
   return env != nullptr ? std::string(env) : std::string();
+}
+
+// Connection deadlines and the connection cap (the front end, server/front/front_end.h).
+void AddConnectionFlags(CLI::App* cmd, server::front::FrontOptions* f) {
+  const auto seconds = [cmd](const char* name, std::chrono::milliseconds* to, const char* help) {
+    cmd->add_option_function<double>(
+           name, [to](double s) { *to = std::chrono::milliseconds(std::llround(s * 1000)); }, help)
+        ->check(CLI::Range(0.001, 86400.0));
+  };
+  seconds("--header-timeout", &f->header_timeout,
+          "seconds a client has to send a request's whole head, from its first byte (default 10; "
+          "408 after)");
+  seconds("--body-timeout", &f->body_timeout,
+          "seconds a client has to send a request's whole body, after the head (default 30; 408 "
+          "after)");
+  seconds("--idle-timeout", &f->idle_timeout,
+          "seconds a kept-alive connection may sit idle between requests (default 15)");
+  cmd->add_option("--max-connections", f->max_connections,
+                  "open client connections held at once; more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
 }
 
 }  // namespace
@@ -111,6 +134,7 @@ Runner AddServe(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--max-body-bytes", o->s.max_body_bytes, "largest request body (413 beyond)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  AddConnectionFlags(cmd, &o->s.connections);
   cmd->add_option("--shutdown-grace", o->grace_s,
                   "seconds in-flight requests get to finish on SIGTERM")
       ->check(NonNegative());

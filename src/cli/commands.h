@@ -29,8 +29,16 @@ std::vector<CommandFactory> RegisteredCommands();
 std::string DefaultModelPath();
 // Adds `-m/--model FILE` (default: the embedded model) to a subcommand.
 void AddModelFlag(CLI::App* cmd, std::string* path);
-// Adds `-t/--threads N` and applies it (OpenMP) when the command runs.
-void AddThreadsFlag(CLI::App* cmd, int* threads);
+// Adds `--suite FILE|NAME` (default: the held-out suite): a JSONL path, or a committed split's
+// name (heldout, heldout-large, calibration; harness::ResolveSuitePath), stored as its path.
+// `what`: the kind of file, shown in --help.
+void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what = "task suite JSONL");
+// Adds `-t/--threads N` (0 .. 1024, 0 = the default) and applies it (OpenMP) when the command
+// runs. `help` replaces the description for a command whose default differs (quantize).
+void AddThreadsFlag(CLI::App* cmd, int* threads, const std::string& help = "");
+// Adds bench's and bench-serve's workload shape: `--prefixes P` (0 .. 1000, 0 = every prefix group
+// of the suite with M usable requests) and `--per-prefix M` (1 .. 1000).
+void AddWorkloadFlags(CLI::App* cmd, int* prefixes, int* per_prefix, const std::string& per_help);
 void ApplyThreads(int threads);
 // Once the model is known: without -t, a small model's forwards run on one thread
 // (engine::ForwardThreads, measured in docs/benchmarks.md).

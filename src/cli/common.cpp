@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "engine/threads.h"
+#include "harness/suite.h"
 
 namespace bicache::cli {
 namespace {
@@ -97,14 +98,34 @@ void AddModelFlag(CLI::App* cmd, std::string* path) {
   cmd->add_option("-m,--model", *path, "GGUF model file (default: the embedded tiny model)");
 }
 
-void AddThreadsFlag(CLI::App* cmd, int* threads) {
+void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what) {
+  *path = harness::DefaultSuitePath();
+  cmd->add_option("--suite", *path,
+                  what + ", or a committed split: heldout (default), heldout-large, calibration")
+      ->transform(harness::ResolveSuitePath);
+}
+
+void AddThreadsFlag(CLI::App* cmd, int* threads, const std::string& help) {
   *threads = 0;
   cmd->add_option(
          "-t,--threads", *threads,
-         "worker threads (default: 1 for a model with d_model <= 512, where waking a second thread "
-         "costs "
-         "more than it saves; else all cores; OMP_NUM_THREADS, when set, instead of that rule)")
+         !help.empty()
+             ? help
+             : "worker threads (default: 1 for a model with d_model <= 512, where waking a second "
+               "thread costs more than it saves; else all cores; OMP_NUM_THREADS, when set, "
+               "instead of that rule)")
       ->check(CLI::Range(0, 1024));
+}
+
+void AddWorkloadFlags(CLI::App* cmd, int* prefixes, int* per_prefix, const std::string& per_help) {
+  cmd->add_option("--prefixes", *prefixes,
+                  "distinct shared prefixes P (system messages; 0 = every prefix group of the "
+                  "suite with M usable requests)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--per-prefix", *per_prefix, per_help)
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 }
 
 void ApplyThreads(int threads) {

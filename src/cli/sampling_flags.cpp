@@ -6,14 +6,29 @@
 
 namespace bicache::cli {
 
+CLI::Option* AddGenLengthFlag(CLI::App* cmd, int* gen_length, const std::string& help,
+                              const std::string& alias) {
+  const std::string names = "--gen-length" + (alias.empty() ? "" : "," + alias);
+  return cmd->add_option(names, *gen_length, help)->check(CLI::Range(1, kMaxLengthFlag));
+}
+
+CLI::Option* AddStepsFlag(CLI::App* cmd, int* steps, const std::string& help) {
+  return cmd->add_option("--steps", *steps, help)->check(CLI::Range(1, kMaxLengthFlag));
+}
+
+CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::string& help) {
+  return cmd->add_option("--block-length", *block_length, help)
+      ->check(CLI::Range(1, kMaxLengthFlag));
+}
+
+CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help) {
+  return cmd->add_option("--seed", *seed, help)->check(Uint64());
+}
+
 void SamplingFlags::Register(CLI::App* cmd) {
-  cmd->add_option("--gen-length", gen_length, "tokens to generate (the mask canvas)");
-  // 0 is the "not given" sentinel below, so a literal 0 must be refused at parse time.
-  cmd->add_option("--steps", steps, "denoising steps (default: gen length)")
-      ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--block-length", block_length,
-                  "semi-autoregressive block length (default: gen length)")
-      ->check(CLI::Range(1, 1000000));
+  AddGenLengthFlag(cmd, &gen_length, "tokens to generate (the mask canvas)");
+  AddStepsFlag(cmd, &steps, "denoising steps (default: gen length)");
+  AddBlockLengthFlag(cmd, &block_length, "semi-autoregressive block length (default: gen length)");
   cmd->add_option(
       "--algorithm", algorithm,
       "low_confidence, random (LLaDA); origin, maskgit_plus, topk_margin, entropy (Dream)");
@@ -26,14 +41,12 @@ void SamplingFlags::Register(CLI::App* cmd) {
                   "parallel decoding: commit every masked token of the block above this confidence "
                   "(0 < X < 1)");
   cmd->add_option("--cfg", cfg, "classifier-free guidance scale (0 = off)");
-  cmd->add_option("--seed", seed, "random seed")->check(Uint64());
+  AddSeedFlag(cmd, &seed, "random seed");
   cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, dual, bicache+dual, ...");
-  cmd->add_option("--refresh", refresh,
-                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, "
-                  "reusing its K/V in between (0 = every step)")
-      ->capture_default_str();
-  cmd->add_option("--cache-budget-mb", cache_budget_mb,
-                  "prefix cache budget (default: 25% of free memory)");
+  AddRefreshFlag(cmd, &refresh,
+                 "bicache/fixed:B: compute the prefix past the reused depth every R steps only, "
+                 "reusing its K/V in between (0 = every step)");
+  AddCacheBudgetFlag(cmd, &cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
   cmd->add_option("--audit-rate", audit_rate,
                   "recompute this fraction of prefix-reusing requests without cache and log the "
                   "similarity seen");
@@ -53,11 +66,8 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
   s.threshold = threshold;
   s.cfg_scale = cfg;
   s.seed = seed;
-  if (refresh < 0) throw Error(ErrorKind::kInvalidArgument, "--refresh must be >= 0");
   if (!(audit_rate >= 0 && audit_rate <= 1))
     throw Error(ErrorKind::kInvalidArgument, "--audit-rate must be in [0, 1]");
-  if (cache_budget_mb < 0)
-    throw Error(ErrorKind::kInvalidArgument, "--cache-budget-mb must be >= 0");
   return s;
 }
 

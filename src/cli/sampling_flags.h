@@ -1,15 +1,36 @@
 // Flags shared by every command that generates (generate, eval, bench, serve defaults).
+//
+// A flag that several commands take is registered by one function below, with the one set of
+// bounds it has everywhere (checked at parse time: CLI11's message names the flag); a command
+// passes its own help text only where its default differs. The cache flags are in cache_flags.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
+#include "cli/cache_flags.h"
 #include "diffusion/sampler_config.h"
 #include "engine/cache_mode.h"
 #include "engine/request.h"
 
 namespace bicache::cli {
+
+// Largest token count and step count a flag accepts: a sanity bound (the model's context and the
+// server's limits refuse far less); the server's --max-tokens-limit and --max-steps share it.
+constexpr int kMaxLengthFlag = 1 << 20;
+
+// --gen-length N (alias --max-tokens in bench-serve, which passes `alias`): tokens to generate,
+// 1 .. kMaxLengthFlag.
+CLI::Option* AddGenLengthFlag(CLI::App* cmd, int* gen_length, const std::string& help,
+                              const std::string& alias = "");
+// --steps N and --block-length N: 1 .. kMaxLengthFlag. The commands keep 0 as "not given" (a
+// default derived from the gen length), so a literal 0 is refused.
+CLI::Option* AddStepsFlag(CLI::App* cmd, int* steps, const std::string& help);
+CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::string& help);
+// --seed S: a whole number 0 .. 2^64-1.
+CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help);
 
 struct SamplingFlags {
   int gen_length = 32;

@@ -7,9 +7,15 @@
 
 #include "engine/engine_setup.h"
 #include "kernels/matmul.h"
+#include "util/error.h"
 
 namespace bicache::harness {
 namespace {
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
 
 // The prompts' mean sequence length decides the reference GEMM's m.
 GemmReference MeasureGemmReference(const BenchReport& report,
@@ -31,7 +37,45 @@ GemmReference MeasureGemmReference(const BenchReport& report,
   return g;
 }
 
+// One mode per --depth-tables table, after the --modes ones; a table for another layer count or
+// whose name repeats an earlier mode's is refused before anything runs.
+void AddTableModes(BenchReport& report, const BenchOptions& options, int n_layer) {
+  for (const BenchDepthTable& t : options.depth_tables) {
+    if (t.table.n_layer() != n_layer) {
+      throw Error(ErrorKind::kInvalidArgument, "--depth-tables: '" + t.path + "' was made for " +
+                                                   std::to_string(t.table.n_layer()) +
+                                                   " layers, the model has " +
+                                                   std::to_string(n_layer));
+    }
+    auto taken = [&](const std::string& name) {
+      return std::any_of(report.modes.begin(), report.modes.end(),
+                         [&](const BenchMode& o) { return o.name == name; });
+    };
+    for (const BenchMode& other : report.modes) {
+      if (other.depth_table_path == t.path)
+        throw Error(ErrorKind::kInvalidArgument, "--depth-tables: '" + t.path + "' given twice");
+    }
+    BenchMode m;
+    m.cache.prefix = engine::PrefixReuse::kBicache;
+    // Same criterion and threshold as an earlier table: the file name (or path) tells them apart.
+    const std::string name = DepthTableModeName(t.table);
+    m.name = name;
+    if (taken(m.name)) m.name = name.substr(0, name.size() - 1) + " " + BaseName(t.path) + "]";
+    if (taken(m.name)) m.name = name.substr(0, name.size() - 1) + " " + t.path + "]";
+    m.depth_table_path = t.path;
+    m.depth_table = t.table;
+    report.modes.push_back(std::move(m));
+  }
+}
+
 }  // namespace
+
+std::string DepthTableModeName(const engine::DepthTable& table) {
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%.6g", table.threshold());
+  const char* criterion = table.criterion() == engine::DepthCriterion::kAnswers ? "answers" : "kv";
+  return std::string("bicache[") + criterion + " " + threshold + "]";
+}
 
 BenchReport RunBench(BenchOptions options, const engine::LoadedModel& lm) {
   BenchReport report;
@@ -57,13 +101,18 @@ BenchReport RunBench(BenchOptions options, const engine::LoadedModel& lm) {
   report.table = eo.depth_table;
   if (report.table.empty() && options.warn_no_depth_table)
     options.warn_no_depth_table(lm.depth_table_path());
-  std::vector<std::unique_ptr<engine::Engine>> engines;
   for (const engine::CacheMode& mode : options.modes) {
-    engines.push_back(std::make_unique<engine::Engine>(lm.model(), eo));
     BenchMode m;
     m.cache = mode;
     m.name = mode.ToString();
     report.modes.push_back(std::move(m));
+  }
+  AddTableModes(report, options, cfg.n_layer);
+  std::vector<std::unique_ptr<engine::Engine>> engines;
+  for (const BenchMode& m : report.modes) {
+    engine::EngineOptions own = eo;
+    if (!m.depth_table_path.empty()) own.depth_table = m.depth_table;
+    engines.push_back(std::make_unique<engine::Engine>(lm.model(), std::move(own)));
   }
   auto request_for = [&](size_t i, const engine::CacheMode& mode) {
     engine::RequestOptions r = base;

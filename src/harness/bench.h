@@ -5,6 +5,11 @@
 // Fairness: each mode has its own Engine (own prefix store, same depth table) and the modes run
 // interleaved request by request (request i under mode A, then B, ...), so machine noise and
 // the background load hit every mode alike. One untimed warm-up request pays oneDNN's JIT first.
+//
+// The trade-off sweep (--depth-tables a.json,b.json): each extra table adds a mode served exactly
+// like `bicache` but by an engine holding that table instead of the model's, so every table's
+// point is paired with `none` on the same requests (harness/bench_report.h draws speed-up against
+// delta accuracy per band).
 #pragma once
 
 #include <cstddef>
@@ -19,9 +24,20 @@
 
 namespace bicache::harness {
 
+// A depth table given with --depth-tables, loaded (and checked) before the model.
+struct BenchDepthTable {
+  std::string path;  // as given
+  engine::DepthTable table;
+};
+
+// The mode name of a --depth-tables table: "bicache[answers 0.98]", "bicache[kv 0.998]" (the
+// criterion, short, and the threshold with up to 6 significant digits).
+std::string DepthTableModeName(const engine::DepthTable& table);
+
 struct BenchOptions {
-  std::string suite;                     // path, reported as given
-  std::vector<engine::CacheMode> modes;  // distinct, in --modes order
+  std::string suite;                          // path, reported as given
+  std::vector<engine::CacheMode> modes;       // distinct, in --modes order
+  std::vector<BenchDepthTable> depth_tables;  // one `bicache` mode each, after `modes`
   WorkloadOptions workload;
   engine::RequestOptions base;  // sampler (stop ids filled in by RunBench) and refresh
   double cache_budget_mb = 0;
@@ -33,6 +49,9 @@ struct BenchOptions {
 struct BenchMode {
   std::string name;
   engine::CacheMode cache;
+  // The table this mode was served with when it is not the model's (--depth-tables), else empty.
+  std::string depth_table_path;
+  engine::DepthTable depth_table;
   std::vector<engine::RequestResult> results;  // per workload request
   std::vector<bool> correct;                   // per workload request
   engine::EngineCacheStats cache_stats;        // after the run

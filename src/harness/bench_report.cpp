@@ -167,6 +167,19 @@ void AddPaired(json& j, const BenchReport& report, const BenchMode& m,
     j["vs_" + base->name] = PairedJson(m, *base, idx);
 }
 
+// A --depth-tables mode's own table: where it came from and what it reuses.
+json ModeTableJson(const BenchMode& m) {
+  const engine::DepthTable& t = m.depth_table;
+  json points = json::array();
+  for (const auto& p : t.points())
+    points.push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
+  return {{"path", m.depth_table_path},
+          {"criterion", engine::DepthCriterionName(t.criterion())},
+          {"threshold", t.threshold()},
+          {"max_depth", t.max_depth()},
+          {"points", points}};
+}
+
 // Per mode: the summary over every request, the store's counters and, with --ratio-band sweep,
 // the summary per band. Fills the tok/s ratios against `none` and `dual` (when they ran).
 json ModesJson(const BenchReport& report, json& vs_none, json& vs_dual) {
@@ -193,6 +206,7 @@ json ModesJson(const BenchReport& report, json& vs_none, json& vs_dual) {
     j["correct"] = json::array();  // per request, in request order: re-pair runs later
     for (bool c : m.correct) j["correct"].push_back(c ? 1 : 0);
     AddPaired(j, report, m, AllRequests(report));
+    if (!m.depth_table_path.empty()) j["depth_table"] = ModeTableJson(m);
     if (report.options.workload.band == RatioBand::kSweep) {
       json bands = json::object();
       for (const char* band : {"short", "long"}) {
@@ -230,6 +244,33 @@ json ModesJson(const BenchReport& report, json& vs_none, json& vs_dual) {
 // cannot claim "within 1 point" from a lucky point estimate.
 constexpr double kMaxAccuracyLoss = 0.010, kMaxIntervalLoss = 0.020;
 
+bool KeepsAccuracy(int n, double delta, double ci95_lo) {
+  return n > 0 && delta >= -kMaxAccuracyLoss - 1e-12 && ci95_lo >= -kMaxIntervalLoss - 1e-12;
+}
+
+// The trade-off (--depth-tables sweep): every mode but `none`, in each scope, as its speed-up
+// over none (canvas tok/s ratio) against its paired delta accuracy, in points. Empty when none
+// did not run.
+std::vector<TradeoffPoint> TradeoffPoints(const BenchReport& report, const json& doc) {
+  std::vector<TradeoffPoint> out;
+  if (!FindMode(report, "none")) return out;
+  for (const auto& m : report.modes) {
+    if (m.name == "none") continue;
+    for (const std::string& scope : Scopes(report)) {
+      const json& owner =
+          scope == "all" ? doc["modes"][m.name] : doc["modes"][m.name]["by_band"][scope];
+      const json& p = owner["vs_none"];
+      const double speedup = scope == "all" ? doc["speedup_vs_none"][m.name].get<double>()
+                                            : owner.value("speedup_vs_none", 0.0);
+      const double delta = p["delta_accuracy"].get<double>(), lo = p["ci95"][0].get<double>();
+      out.push_back({m.name, scope, speedup, 100 * delta, 100 * lo,
+                     100 * p["ci95"][1].get<double>(),
+                     KeepsAccuracy(p["n"].get<int>(), delta, lo)});
+    }
+  }
+  return out;
+}
+
 // One check per scope ("all", and each band with --ratio-band sweep) of `mode` against `base`,
 // read from the paired objects in `jmodes`.
 json AccuracyChecks(const BenchReport& report, const json& jmodes, const std::string& mode,
@@ -245,8 +286,7 @@ json AccuracyChecks(const BenchReport& report, const json& jmodes, const std::st
                       {"delta_accuracy", delta},
                       {"ci95", p["ci95"]},
                       {"n", p["n"]},
-                      {"met", p["n"].get<int>() > 0 && delta >= -kMaxAccuracyLoss - 1e-12 &&
-                                  lo >= -kMaxIntervalLoss - 1e-12}});
+                      {"met", KeepsAccuracy(p["n"].get<int>(), delta, lo)}});
   }
   return checks;
 }
@@ -351,11 +391,19 @@ json SettingsJson(const BenchReport& report) {
           {"groups", groups}};
 }
 
+// Width of the mode column: 14, or the longest mode name (bicache[answers 0.98]).
+int NameWidth(const BenchReport& report) {
+  size_t w = 14;
+  for (const auto& m : report.modes) w = std::max(w, m.name.size());
+  return static_cast<int>(w);
+}
+
 // One row per mode: rates, ratios, accuracy (overall and per family), cache use.
 void PrintModeTable(const BenchReport& report, const json& doc) {
   const json &jmodes = doc["modes"], &vs_none = doc["speedup_vs_none"],
              &vs_dual = doc["speedup_vs_dual"];
-  std::printf("%-14s %9s %7s %7s %7s %8s %10s %6s %6s %5s %9s %5s", "mode", "tok/s", "x none",
+  const int w = NameWidth(report);
+  std::printf("%-*s %9s %7s %7s %7s %8s %10s %6s %6s %5s %9s %5s", w, "mode", "tok/s", "x none",
               "x dual", "req/s", "fwd/req", "Ktok-lay", "acc", "agree", "hit", "cache MB", "depth");
   for (const auto& f : report.families) std::printf(" %8.8s", f.c_str());
   std::printf("\n");
@@ -366,7 +414,7 @@ void PrintModeTable(const BenchReport& report, const json& doc) {
       std::snprintf(buf, sizeof buf, "%.2fx", t.contains(m.name) ? t[m.name].get<double>() : 0.0);
       return t.contains(m.name) ? std::string(buf) : std::string("-");
     };
-    std::printf("%-14s %9.1f %7s %7s %7.2f %8.1f %10.2f %6.3f %6.3f %5.2f %9.1f %5.2f",
+    std::printf("%-*s %9.1f %7s %7s %7.2f %8.1f %10.2f %6.3f %6.3f %5.2f %9.1f %5.2f", w,
                 m.name.c_str(), j["tokens_per_s"].get<double>(), ratio(vs_none).c_str(),
                 ratio(vs_dual).c_str(), j["requests_per_s"].get<double>(),
                 j["forwards_per_request"].get<double>(),
@@ -386,11 +434,12 @@ void PrintModeTable(const BenchReport& report, const json& doc) {
 
 // The per-band lines (--ratio-band sweep) and where each mode's time went.
 void PrintBandsAndPhases(const BenchReport& report, const json& jmodes) {
+  const int w = NameWidth(report);
   if (report.options.workload.band == RatioBand::kSweep) {
     std::printf("ratio sweep: tok/s, x none, mean depth per band (short r=%.2f, long r=%.2f)\n",
                 BandRatio(report.workload, "short"), BandRatio(report.workload, "long"));
     for (const auto& m : report.modes) {
-      std::printf("  %-14s", m.name.c_str());
+      std::printf("  %-*s", w, m.name.c_str());
       for (const char* band : {"short", "long"}) {
         const json& bj = jmodes[m.name]["by_band"][band];
         std::printf("  %-5s %8.1f %6.2fx %4.2f", band, bj["tokens_per_s"].get<double>(),
@@ -409,7 +458,7 @@ void PrintBandsAndPhases(const BenchReport& report, const json& jmodes) {
                  ot = ph["other_s_per_request"].get<double>();
     const double tot = std::max(1e-12, st + fw + sa + ot);
     std::printf(
-        "  %-14s %8.1f %8.1f %8.1f %8.1f   (forward %2.0f%%, prefix %2.0f%%, sampling %2.0f%%)\n",
+        "  %-*s %8.1f %8.1f %8.1f %8.1f   (forward %2.0f%%, prefix %2.0f%%, sampling %2.0f%%)\n", w,
         m.name.c_str(), 1e3 * st, 1e3 * fw, 1e3 * sa, 1e3 * ot, 100 * fw / tot, 100 * st / tot,
         100 * sa / tot);
   }
@@ -432,7 +481,8 @@ void PrintPairedAccuracy(const BenchReport& report, const json& jmodes) {
   std::printf(
       "accuracy, paired on the same requests (delta in points, 95%% interval, exact McNemar p, "
       "discordant: right only here / only there):\n");
-  std::printf("  %-14s %-6s %-6s %6s %6s %6s %-22s %7s %9s %6s\n", "mode", "versus", "scope", "n",
+  const int w = NameWidth(report);
+  std::printf("  %-*s %-6s %-6s %6s %6s %6s %-22s %7s %9s %6s\n", w, "mode", "versus", "scope", "n",
               "acc", "base", "delta [95% interval]", "p", "discord", "agree");
   for (const auto& m : report.modes) {
     for (const BenchMode* base : PairedBaselines(report, m)) {
@@ -441,13 +491,31 @@ void PrintPairedAccuracy(const BenchReport& report, const json& jmodes) {
         const json& p = owner["vs_" + base->name];
         const std::string discord = std::to_string(p["discordant"][0].get<int>()) + "/" +
                                     std::to_string(p["discordant"][1].get<int>());
-        std::printf("  %-14s %-6s %-6s %6d %6.3f %6.3f %-22s %7.3g %9s %6.3f\n", m.name.c_str(),
+        std::printf("  %-*s %-6s %-6s %6d %6.3f %6.3f %-22s %7.3g %9s %6.3f\n", w, m.name.c_str(),
                     base->name.c_str(), scope.c_str(), p["n"].get<int>(),
                     p["accuracy"].get<double>(), p["accuracy_versus"].get<double>(),
                     PointsWithInterval(p["delta_accuracy"], p["ci95"]).c_str(),
                     p["mcnemar_p"].get<double>(), discord.c_str(), p["agreement"].get<double>());
       }
     }
+  }
+}
+
+// The trade-off, one line per mode and scope: speed-up over none and delta accuracy with its
+// interval, and whether the accuracy rule of the targets holds there (KeepsAccuracy).
+void PrintTradeoff(const BenchReport& report, const std::vector<TradeoffPoint>& points) {
+  if (points.empty()) return;
+  const int w = NameWidth(report);
+  std::printf(
+      "trade-off vs none (speed-up in canvas tok/s, delta accuracy in points with its 95%% "
+      "interval; keeps = delta >= -1 and interval >= -2):\n");
+  std::printf("  %-*s %-6s %8s  %-22s %s\n", w, "mode", "scope", "x none", "delta [95% interval]",
+              "keeps");
+  for (const TradeoffPoint& p : points) {
+    char delta[64];
+    std::snprintf(delta, sizeof delta, "%+.1f [%+.1f, %+.1f]", p.delta, p.lo, p.hi);
+    std::printf("  %-*s %-6s %7.2fx  %-22s %s\n", w, p.label.c_str(), p.band.c_str(), p.speedup,
+                delta, p.keeps ? "yes" : "no");
   }
 }
 
@@ -502,6 +570,7 @@ void PrintBenchText(const BenchReport& report, const json& doc) {
   PrintModeTable(report, doc);
   PrintBandsAndPhases(report, doc["modes"]);
   PrintPairedAccuracy(report, doc["modes"]);
+  PrintTradeoff(report, TradeoffPoints(report, doc));
   PrintTargets(doc["targets"]);
   const GemmReference& g = report.gemm;
   const double achieved = doc["efficiency"]["achieved_gflops"].get<double>();
@@ -515,6 +584,11 @@ void PrintBenchText(const BenchReport& report, const json& doc) {
   std::printf("depth table: %s (max depth %d of %d layers, threshold %.3g)\n",
               table.empty() ? "none" : report.depth_table_path.c_str(), table.max_depth(),
               report.n_layer, table.threshold());
+  for (const auto& m : report.modes) {
+    if (m.depth_table_path.empty()) continue;
+    std::printf("  %s: %s (max depth %d)\n", m.name.c_str(), m.depth_table_path.c_str(),
+                m.depth_table.max_depth());
+  }
 }
 
 void WriteBenchPlot(const std::string& path, const BenchReport& report, const json& doc) {
@@ -524,7 +598,7 @@ void WriteBenchPlot(const std::string& path, const BenchReport& report, const js
                    doc["modes"][m.name]["accuracy"].get<double>()});
   }
   const auto& sampler = report.options.base.sampler;
-  WriteBenchSvg(path, pts, report.table,
+  WriteBenchSvg(path, pts, TradeoffPoints(report, doc), report.table,
                 report.model_name + ": " + std::to_string(report.workload.requests.size()) +
                     " requests, gen " + std::to_string(sampler.gen_length) + ", block " +
                     std::to_string(sampler.block_length));

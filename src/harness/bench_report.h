@@ -10,6 +10,11 @@
 //                     JSON, points in the table), with Newcombe's paired 95% interval and the
 //                     exact McNemar p (harness/paired_stats.h); baseline `none`, and `dual` for
 //                     bicache+dual.
+//   trade-off       = per mode but none and per scope (all, and each band with --ratio-band
+//                     sweep): speed-up over none against delta accuracy with its interval, in the
+//                     text and as the SVG's middle panel; the `bench --depth-tables` sweep adds a
+//                     mode per depth table to it (each carries "depth_table": path, criterion,
+//                     threshold, max_depth, points).
 //   hit rate        = prefix-store hits / lookups (Engine::cache_stats); the first request of each
 //                     prefix misses and builds, so M requests per prefix cap it at (M-1)/M.
 #pragma once
@@ -28,7 +33,8 @@ namespace bicache::harness {
 nlohmann::json BenchJson(const BenchReport& report);
 // The table on stdout; `doc` is BenchJson(report).
 void PrintBenchText(const BenchReport& report, const nlohmann::json& doc);
-// Throughput vs accuracy per mode + the calibration curves; Error(kIo) when it cannot be written.
+// Throughput vs accuracy per mode, the trade-off vs none (when none ran) + the calibration curves;
+// Error(kIo) when it cannot be written.
 void WriteBenchPlot(const std::string& path, const BenchReport& report, const nlohmann::json& doc);
 
 }  // namespace bicache::harness

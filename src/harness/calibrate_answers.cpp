@@ -48,6 +48,20 @@ std::vector<const SuiteSample*> Runnable(const engine::LoadedModel& lm,
   return kept;
 }
 
+// Answers (token ids) and correctness of `samples` served at reuse depth d (0 = none).
+EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample>& suite,
+                    const std::vector<const SuiteSample*>& samples, int d,
+                    const AnswerCalibrationOptions& o) {
+  EvalOptions eo;
+  eo.batch = o.batch;
+  eo.base = o.base;
+  eo.base.cache = engine::ParseCacheMode(d == 0 ? "none" : "fixed:" + std::to_string(d));
+  eo.cache_budget_mb = o.cache_budget_mb;
+  if (o.progress)
+    eo.progress = [&, d](int done, size_t n, const SuiteSample&, int) { o.progress(d, done, n); };
+  return RunEval(std::move(eo), lm, suite, samples);
+}
+
 }  // namespace
 
 AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
@@ -63,48 +77,62 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
       Runnable(lm, selected, o.base.sampler.gen_length, out, ratios);
   out.samples = kept.size();
 
-  // answers[d][i], correct[d][i]: sample i served at depth d.
-  std::vector<std::vector<std::vector<int32_t>>> answers(L + 1);
-  std::vector<std::vector<bool>> correct(L + 1);
-  for (int d = 0; d <= L; ++d) {
-    EvalOptions eo;
-    eo.batch = o.batch;
-    eo.base = o.base;
-    eo.base.cache = engine::ParseCacheMode(d == 0 ? "none" : "fixed:" + std::to_string(d));
-    eo.cache_budget_mb = o.cache_budget_mb;
-    if (o.progress)
-      eo.progress = [&, d](int done, size_t n, const SuiteSample&, int) { o.progress(d, done, n); };
-    const EvalReport r = RunEval(std::move(eo), lm, suite, kept);
-    for (const EvalOutcome& x : r.outcomes) {
-      answers[d].push_back(x.r.answer);
-      correct[d].push_back(x.correct);
+  // Bins of kept samples; members[pct] = indices into kept.
+  std::map<int, engine::CalibrationBin> bins;
+  std::map<int, std::vector<size_t>> members;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const int pct = static_cast<int>(std::floor(ratios[i] * 100.0 / o.bin_pct)) * o.bin_pct;
+    bins[pct].ratio_pct = pct;
+    bins[pct].samples++;
+    members[pct].push_back(i);
+  }
+
+  // Depth 0 (none) for every sample: the reference answers.
+  const EvalReport none = RunDepth(lm, suite, kept, 0, o);
+  out.runs = kept.size();
+  std::vector<std::vector<int32_t>> ref(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    ref[i] = none.outcomes[i].r.answer;
+    out.none_accuracy += (none.outcomes[i].correct ? 1.0 : 0.0) / kept.size();
+  }
+  for (auto& [pct, b] : bins) {
+    b.agreement = {1.0};
+    double right = 0;
+    for (size_t i : members[pct]) right += none.outcomes[i].correct ? 1.0 : 0.0;
+    b.accuracy = {right / b.samples};
+  }
+
+  // Depth d runs only the bins whose depths 1..d-1 all held (a bin's depth is the leading run of
+  // safe depths), and only bins large enough to be kept.
+  for (int d = 1; d <= L; ++d) {
+    std::vector<const SuiteSample*> run;
+    std::vector<std::pair<int, size_t>> where;  // (bin, index into kept) per run entry
+    for (auto& [pct, b] : bins) {
+      if (b.samples < o.min_bin_samples) continue;
+      if (engine::DepthTable::AnswerBinDepth(b, o.min_agreement, L) != d - 1) continue;
+      for (size_t i : members[pct]) {
+        run.push_back(kept[i]);
+        where.emplace_back(pct, i);
+      }
+    }
+    if (run.empty()) break;
+    const EvalReport r = RunDepth(lm, suite, run, d, o);
+    out.runs += run.size();
+    std::map<int, std::pair<double, double>> tally;  // bin -> (agreeing, right)
+    for (size_t k = 0; k < run.size(); ++k) {
+      auto& [agree, right] = tally[where[k].first];
+      agree += r.outcomes[k].r.answer == ref[where[k].second] ? 1.0 : 0.0;
+      right += r.outcomes[k].correct ? 1.0 : 0.0;
+    }
+    for (auto& [pct, t] : tally) {
+      engine::CalibrationBin& b = bins[pct];
+      b.agreement.push_back(t.first / b.samples);
+      b.accuracy.push_back(t.second / b.samples);
     }
   }
 
-  std::map<int, engine::CalibrationBin> bins;
-  out.agreement.assign(L + 1, 0.0);
-  out.accuracy.assign(L + 1, 0.0);
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const int pct = static_cast<int>(std::floor(ratios[i] * 100.0 / o.bin_pct)) * o.bin_pct;
-    engine::CalibrationBin& b = bins[pct];
-    b.ratio_pct = pct;
-    b.samples++;
-    b.agreement.resize(L + 1, 0.0);
-    b.accuracy.resize(L + 1, 0.0);
-    for (int d = 0; d <= L; ++d) {
-      const double agree = answers[d][i] == answers[0][i] ? 1.0 : 0.0;
-      b.agreement[d] += agree;
-      b.accuracy[d] += correct[d][i] ? 1.0 : 0.0;
-      out.agreement[d] += agree / kept.size();
-      out.accuracy[d] += (correct[d][i] ? 1.0 : 0.0) / kept.size();
-    }
-  }
   std::vector<engine::CalibrationBin> list;
-  for (auto& [pct, b] : bins) {
-    for (double& v : b.agreement) v /= b.samples;
-    for (double& v : b.accuracy) v /= b.samples;
-    list.push_back(std::move(b));
-  }
+  for (auto& [pct, b] : bins) list.push_back(std::move(b));
   out.table =
       engine::DepthTable::FromAnswerBins(std::move(list), o.min_agreement, L, o.min_bin_samples);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

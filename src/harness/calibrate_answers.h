@@ -1,10 +1,11 @@
 // Calibration of the BiCache depth table by answers (issue 34's criterion; the K/V-similarity
-// one is harness/calibrate.h). Every selected suite sample runs once per depth d = 0..n_layer,
-// served with `fixed:d` (d = 0 is `none`) and otherwise the same sampler, seed included. Per
-// ratio bin it records how many answers equal none's token for token (agreement) and how many are
-// right (accuracy); engine::DepthTable::FromAnswerBins picks each bin's depth and the envelope.
-// Cost: (n_layer + 1) runs of the selected samples; prefix entries are built once per prefix and
-// depth.
+// one is harness/calibrate.h). Every selected suite sample is served with `none` (depth 0), then
+// with `fixed:1`, `fixed:2`, ... and otherwise the same sampler, seed included. Per ratio bin it
+// records how many answers equal none's token for token (agreement) and how many are right
+// (accuracy); engine::DepthTable::FromAnswerBins picks each bin's depth and the envelope.
+// A bin's depth is the leading run of safe depths, so a bin stops at its first unsafe depth (its
+// curve ends there) and bins under min_bin_samples stop at depth 0: the cost is one `none` run of
+// every sample plus, per bin, (its depth + 1) runs of its samples, at most (n_layer + 1) runs.
 #pragma once
 
 #include <functional>
@@ -31,11 +32,11 @@ struct AnswerCalibrationOptions {
 
 struct AnswerCalibration {
   engine::DepthTable table;
-  size_t samples = 0;             // samples that had a prefix and fit the context
-  int skipped_no_prefix = 0;      // skipped: no shared prefix
-  int skipped_too_long = 0;       // skipped: prompt + canvas over the context
-  std::vector<double> agreement;  // [n_layer + 1] over every sample, index = depth
-  std::vector<double> accuracy;   // [n_layer + 1]
+  size_t samples = 0;         // samples that had a prefix and fit the context
+  int skipped_no_prefix = 0;  // skipped: no shared prefix
+  int skipped_too_long = 0;   // skipped: prompt + canvas over the context
+  double none_accuracy = 0;   // depth 0 over every sample
+  size_t runs = 0;            // requests generated, all depths
   double seconds = 0;
 };
 

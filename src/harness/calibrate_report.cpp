@@ -18,8 +18,9 @@ void PrintKvBins(std::FILE* out, const CalibrateReport& r) {
   }
 }
 
-// Answers: per bin, agreement with none at each reuse depth d = 1..n_layer, then none's accuracy,
-// the accuracy at the bin's own depth and that depth.
+// Answers: per bin, agreement with none at each reuse depth d = 1..n_layer ("-": not run, the
+// bin stopped at a shallower unsafe depth), then none's accuracy, the accuracy at the bin's own
+// depth and that depth.
 void PrintAnswerBins(std::FILE* out, const CalibrateReport& r) {
   const engine::DepthTable& t = r.table;
   std::fprintf(out, "agreement with none by reuse depth (d = layers reusing the cached prefix):\n");
@@ -27,22 +28,22 @@ void PrintAnswerBins(std::FILE* out, const CalibrateReport& r) {
   for (int d = 1; d <= t.n_layer(); ++d)
     std::fprintf(out, " %6s", ("d" + std::to_string(d)).c_str());
   std::fprintf(out, " %8s %8s %6s\n", "acc none", "acc at d", "depth");
-  auto row = [&](const char* label, int samples, const std::vector<double>& agreement,
-                 const std::vector<double>& accuracy, int depth) {
-    std::fprintf(out, "%-8s %7d ", label, samples);
-    for (size_t d = 1; d < agreement.size(); ++d) std::fprintf(out, " %6.3f", agreement[d]);
-    std::fprintf(out, " %8.3f %8.3f %6s\n", accuracy[0], accuracy[std::max(0, depth)],
-                 depth < 0 ? "-" : std::to_string(depth).c_str());
-  };
   for (const engine::CalibrationBin& b : t.bins()) {
-    char label[24];
-    std::snprintf(label, sizeof label, "%d-%d", b.ratio_pct, b.ratio_pct + r.options.bin_pct);
-    row(label, b.samples, b.agreement, b.accuracy, t.DepthOfBin(b));
+    std::fprintf(out, "%3d-%-4d %7d ", b.ratio_pct, b.ratio_pct + r.options.bin_pct, b.samples);
+    for (int d = 1; d <= t.n_layer(); ++d) {
+      if (d < static_cast<int>(b.agreement.size()))
+        std::fprintf(out, " %6.3f", b.agreement[d]);
+      else
+        std::fprintf(out, " %6s", "-");
+    }
+    const int depth = t.DepthOfBin(b);
+    std::fprintf(out, " %8.3f %8.3f %6d\n", b.accuracy[0], b.accuracy[depth], depth);
   }
-  if (!r.agreement.empty()) row("all", static_cast<int>(r.samples), r.agreement, r.accuracy, -1);
   std::fprintf(out,
-               "(bins with fewer than %d samples are dropped; a dropped ratio takes the depth of "
-               "the nearest lower bin)\n",
+               "none's accuracy over all %zu samples: %.3f; %zu requests generated (every depth "
+               "for every sample: %zu); bins under %d samples are dropped and take the depth of "
+               "the nearest lower bin\n",
+               r.samples, r.none_accuracy, r.runs, r.samples * (t.n_layer() + 1),
                r.options.min_bin_samples);
 }
 

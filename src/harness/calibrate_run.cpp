@@ -68,8 +68,8 @@ CalibrateReport RunAnswers(const engine::LoadedModel& lm, const std::vector<Suit
   out.samples = r.samples;
   out.skipped_no_prefix = r.skipped_no_prefix;
   out.skipped_too_long = r.skipped_too_long;
-  out.agreement = std::move(r.agreement);
-  out.accuracy = std::move(r.accuracy);
+  out.none_accuracy = r.none_accuracy;
+  out.runs = r.runs;
   return out;
 }
 

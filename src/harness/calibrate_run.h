@@ -32,8 +32,9 @@ struct CalibrateReport {
   engine::DepthTable table;
   size_t samples = 0;  // measured (have a prefix and fit the context)
   int skipped_no_prefix = 0, skipped_too_long = 0;
-  // answers only, over every sample, index = depth 0..n_layer:
-  std::vector<double> agreement, accuracy;
+  // answers only: none's accuracy over every sample, requests generated (all depths).
+  double none_accuracy = 0;
+  size_t runs = 0;
   double seconds = 0;
 };
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -132,38 +131,6 @@ ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag
     r.ms_other = std::max(0.0, r.ms_median - r.ms_matmul - r.ms_attention);
   }
   return r;
-}
-
-// "Q4_K x 14, Q6_K x 3, F32 x 9": the storage types of the model's tensors, most frequent first.
-std::string TensorTypeSummary(const format::GgufFile& f) {
-  std::map<std::string, int> count;
-  for (const auto& t : f.tensors()) ++count[format::TensorTypeName(t.type)];
-  std::vector<std::pair<int, std::string>> v;
-  for (const auto& [name, n] : count) v.emplace_back(-n, name);
-  std::sort(v.begin(), v.end());
-  std::string s;
-  for (const auto& [n, name] : v) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(-n);
-  return s;
-}
-
-nlohmann::json ForwardBenchRowJson(const ForwardBenchRow& r, bool breakdown) {
-  nlohmann::json e = {{"tokens", r.tokens},
-                      {"logit_rows", r.logit_rows},
-                      {"ms_per_forward", r.ms_median},
-                      {"ms_best", r.ms_best},
-                      {"matmul_gflop", r.matmul_gflop},
-                      {"attention_gflop", r.attention_gflop},
-                      {"forward_gflops", r.fwd_gflops},
-                      {"gemm_gflops", r.gemm_gflops},
-                      {"ratio", r.fwd_gflops / r.gemm_gflops},
-                      {"forward_gflops_best", r.fwd_gflops_best},
-                      {"gemm_gflops_best", r.gemm_gflops_best},
-                      {"ratio_best", r.fwd_gflops_best / r.gemm_gflops_best}};
-  if (breakdown) {
-    e["breakdown_ms"] = {
-        {"matmul", r.ms_matmul}, {"attention", r.ms_attention}, {"other", r.ms_other}};
-  }
-  return e;
 }
 
 }  // namespace bicache::harness

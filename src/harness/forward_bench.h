@@ -1,14 +1,12 @@
 // `bicache bench-forward`'s measurement: forward-pass throughput of one model at one sequence
 // length against the same run's oneDNN GEMM rate (cli/cmd_bench_forward.cpp says what is timed
-// and how the ratios are read).
+// and how the ratios are read; harness/forward_bench_report.h prints and serialises the rows).
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "format/gguf.h"
 #include "model/weights.h"
 
 namespace bicache::harness {
@@ -32,11 +30,5 @@ struct ForwardBenchRow {
 // the model's context.
 ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag, int repeats,
                                int gemm_iters, bool breakdown);
-
-// "Q4_K x 14, Q6_K x 3, F32 x 9": the storage types of the model's tensors, most frequent first.
-std::string TensorTypeSummary(const format::GgufFile& f);
-
-// One entry of the --json "results" array.
-nlohmann::json ForwardBenchRowJson(const ForwardBenchRow& r, bool breakdown);
 
 }  // namespace bicache::harness

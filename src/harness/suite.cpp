@@ -79,6 +79,21 @@ std::string DefaultSuitePath() {
   return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout.jsonl";
 }
 
+std::string LargeHeldoutSuitePath() {
+  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout_large.jsonl";
+}
+
+std::string CalibrationSuitePath() {
+  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/calibration.jsonl";
+}
+
+std::string ResolveSuitePath(const std::string& name_or_path) {
+  if (name_or_path == "heldout") return DefaultSuitePath();
+  if (name_or_path == "heldout-large") return LargeHeldoutSuitePath();
+  if (name_or_path == "calibration") return CalibrationSuitePath();
+  return name_or_path;
+}
+
 engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample) {
   return model.ChatPrompt({{"system", sample.prefix}, {"user", sample.prompt}});
 }

@@ -15,8 +15,16 @@ struct SuiteSample {
 
 // Reads a JSONL file; throws Error(kIo) / Error(kFormat) naming the path, the line and the field.
 std::vector<SuiteSample> LoadSuite(const std::string& path);
-// The embedded model's committed held-out suite.
+// The embedded model's committed held-out suite (300 requests, tests/data/suite/heldout.jsonl).
 std::string DefaultSuitePath();
+// The large held-out split (2,160 requests, half of them in each ratio band, ~35% of the groups
+// long-prefix with r >= 0.85; tools/train/suite.py --heldout-large).
+std::string LargeHeldoutSuitePath();
+// The calibration split (720 requests, no prefix shared with either held-out split).
+std::string CalibrationSuitePath();
+// What a `--suite` value names: "heldout", "heldout-large" and "calibration" the committed splits
+// (their paths); any other text is a path, returned as is.
+std::string ResolveSuitePath(const std::string& name_or_path);
 // The chat prompt of a sample: system = its prefix, user = its prompt; the prefix boundary is
 // everything before the user turn.
 engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample);

@@ -122,6 +122,79 @@ void DrawCalibration(std::ostream& o, double x0, double y0, const engine::DepthT
     << "' font-size='11'>threshold " << Num(table.threshold()) << "</text>\n";
 }
 
+// A band's marker: colour and shape (all: dark circle, short: blue square, long: red triangle,
+// as the calibration curves colour short and long prefixes), filled when the point keeps accuracy.
+const char* BandColour(const std::string& band) {
+  return band == "short" ? "#1f77b4" : band == "long" ? "#d62728" : "#333";
+}
+
+void Marker(std::ostream& o, const std::string& band, double x, double y, bool filled) {
+  const char* c = BandColour(band);
+  const std::string paint =
+      std::string("fill='") + (filled ? c : "white") + "' stroke='" + c + "' stroke-width='1.5'";
+  if (band == "short") {
+    o << "<rect x='" << x - 4.5 << "' y='" << y - 4.5 << "' width='9' height='9' " << paint
+      << "/>\n";
+  } else if (band == "long") {
+    o << "<polygon points='" << x << "," << y - 6 << " " << x - 5.5 << "," << y + 4 << " "
+      << x + 5.5 << "," << y + 4 << "' " << paint << "/>\n";
+  } else {
+    o << "<circle cx='" << x << "' cy='" << y << "' r='5' " << paint << "/>\n";
+  }
+}
+
+// The trade-off panel in a 380 x 320 box at (x0, y0): x = speed-up over none, y = delta accuracy
+// in points with its 95% interval as an error bar, one marker per mode and band, the targets'
+// -1 point line dashed. Mode names label the "all" markers (or the first band's).
+void DrawTradeoff(std::ostream& o, double x0, double y0, const std::vector<TradeoffPoint>& pts) {
+  double xlo = 1, xhi = 1, ylo = -2, yhi = 1;
+  for (const auto& p : pts) {
+    xlo = std::min(xlo, p.speedup), xhi = std::max(xhi, p.speedup);
+    ylo = std::min(ylo, p.lo), yhi = std::max(yhi, p.hi);
+  }
+  const double xpad = 0.12 * (xhi - xlo) + 0.05, ypad = 0.05 * (yhi - ylo);
+  Panel a{x0, y0, 380, 320, std::max(0.0, xlo - xpad), xhi + xpad, ylo - ypad, yhi + ypad};
+  o << "<g id='tradeoff'>\n";
+  a.Frame(o, "Trade-off vs none (paired)", "speed-up over none (canvas tokens / s)",
+          "\u0394 accuracy vs none (points, 95% interval)");
+  o << "<line x1='" << a.x0 << "' y1='" << a.Y(0) << "' x2='" << a.x0 + a.w << "' y2='" << a.Y(0)
+    << "' stroke='#999'/>\n<line x1='" << a.X(1) << "' y1='" << a.y0 << "' x2='" << a.X(1)
+    << "' y2='" << a.y0 + a.h << "' stroke='#bbb'/>\n"
+    << "<line x1='" << a.x0 << "' y1='" << a.Y(-1) << "' x2='" << a.x0 + a.w << "' y2='" << a.Y(-1)
+    << "' stroke='black' stroke-dasharray='6,4'/>\n<text x='" << a.x0 + a.w - 6 << "' y='"
+    << a.Y(-1) + 14 << "' text-anchor='end' font-size='11'>target: -1 point</text>\n";
+  std::vector<std::string> labelled;
+  for (const auto& p : pts) {
+    const double dx = p.band == "short" ? -4 : p.band == "long" ? 4 : 0;
+    const double px = a.X(p.speedup) + dx, py = a.Y(p.delta);
+    o << "<line class='errbar' x1='" << px << "' y1='" << a.Y(p.hi) << "' x2='" << px << "' y2='"
+      << a.Y(p.lo) << "' stroke='" << BandColour(p.band) << "' stroke-opacity='0.55'/>\n";
+    for (double v : {p.lo, p.hi}) {
+      o << "<line x1='" << px - 3 << "' y1='" << a.Y(v) << "' x2='" << px + 3 << "' y2='" << a.Y(v)
+        << "' stroke='" << BandColour(p.band) << "' stroke-opacity='0.55'/>\n";
+    }
+    Marker(o, p.band, px, py, p.keeps);
+    if (std::find(labelled.begin(), labelled.end(), p.label) == labelled.end()) {
+      const double ly = py - 8 - 11.0 * (labelled.size() % 2);
+      labelled.push_back(p.label);
+      o << "<text x='" << px + 7 << "' y='" << ly << "' font-size='11'>" << Esc(p.label)
+        << "</text>\n";
+    }
+  }
+  // Legend: the bands that appear, and what a filled marker means.
+  double ly = a.y0 + 14;
+  for (const char* band : {"all", "short", "long"}) {
+    if (std::none_of(pts.begin(), pts.end(),
+                     [&](const TradeoffPoint& p) { return p.band == band; }))
+      continue;
+    Marker(o, band, a.x0 + 12, ly - 4, true);
+    o << "<text x='" << a.x0 + 22 << "' y='" << ly << "' font-size='11'>" << band << "</text>\n";
+    ly += 15;
+  }
+  o << "<text x='" << a.x0 + 8 << "' y='" << ly << "' font-size='10' fill='#555'>hollow: fails "
+    << "-1 point / interval -2</text>\n</g>\n";
+}
+
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
@@ -138,13 +211,15 @@ std::string Num(double v, int prec) {
 }
 
 void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points,
-                   const engine::DepthTable& table, const std::string& caption) {
+                   const std::vector<TradeoffPoint>& tradeoff, const engine::DepthTable& table,
+                   const std::string& caption) {
+  const int width = tradeoff.empty() ? 1000 : 1480;
   std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='460' "
-       "font-family='sans-serif'>\n"
-    << "<rect width='1000' height='460' fill='white'/>\n";
-  o << "<text x='500' y='450' text-anchor='middle' font-size='11' fill='#555'>" << Esc(caption)
-    << "</text>\n";
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width
+    << "' height='460' font-family='sans-serif'>\n"
+    << "<rect width='" << width << "' height='460' fill='white'/>\n";
+  o << "<text x='" << width / 2 << "' y='450' text-anchor='middle' font-size='11' fill='#555'>"
+    << Esc(caption) << "</text>\n";
 
   // Left: throughput vs accuracy, one labelled point per mode.
   double xmax = 0;
@@ -159,8 +234,9 @@ void WriteBenchSvg(const std::string& path, const std::vector<PlotPoint>& points
       << c << "'>" << Esc(points[i].label) << "</text>\n";
   }
 
-  // Right: the depth table's calibration curves.
-  DrawCalibration(o, 560, 50, table);
+  // Middle (when none ran): the trade-off. Right: the depth table's calibration curves.
+  if (!tradeoff.empty()) DrawTradeoff(o, 560, 50, tradeoff);
+  DrawCalibration(o, tradeoff.empty() ? 560 : 1040, 50, table);
   o << "</svg>\n";
   WriteFile(path, o.str());
 }

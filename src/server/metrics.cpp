@@ -37,7 +37,8 @@ class Writer {
 
 }  // namespace
 
-std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id) {
+std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id,
+                          const front::ConnectionStats& connections) {
   Writer w("model_name=\"" + Escape(model_id) + "\"");
   const auto& c = s.cache.total;
   // vLLM names. "gpu" is historical: here it is the prefix cache in host memory. Usage is a
@@ -70,6 +71,13 @@ std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& mo
            "Requests refused because the queue was full.", s.rejected);
   w.Metric("bicache_batch_iterations_total", "counter", "Batched forward iterations.",
            s.iterations);
+  w.Metric("bicache_connections_open", "gauge", "Client connections held (--max-connections).",
+           connections.open);
+  w.Metric("bicache_connections_refused_total", "counter",
+           "Connections answered 503 over --max-connections.", connections.refused);
+  w.Metric("bicache_connections_timed_out_total", "counter",
+           "Requests answered 408: head or body slower than --header-timeout / --body-timeout.",
+           connections.timed_out);
   // Depth histogram: finished requests by the number of layers whose prefix K/V were reused.
   auto& o = w.out();
   o << "# HELP bicache_depth Layers of prefix K/V reused per finished request.\n# TYPE "

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "engine/scheduler.h"
+#include "server/front/front_end.h"
 
 namespace bicache::server {
 
-std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id);
+std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id,
+                          const front::ConnectionStats& connections = {});
 
 }  // namespace bicache::server

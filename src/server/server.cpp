@@ -72,6 +72,7 @@ bool IsKnownMethod(const std::string& m) {
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
+      front_(nullptr),
       http_(std::make_unique<httplib::Server>()),
       gen_(std::make_shared<GenerationContext>()) {
   if (options_.model_id.empty())
@@ -86,6 +87,15 @@ Server::Server(ServerOptions options)
     throw FieldError(ErrorKind::kInvalidArgument,
                      "{max_tokens_limit}, {max_steps} and {default_max_tokens} must be >= 1");
   }
+  if (options_.connections.max_connections < 1 || options_.connections.header_timeout.count() < 1 ||
+      options_.connections.body_timeout.count() < 1 ||
+      options_.connections.idle_timeout.count() < 1) {
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{max_connections}, {header_timeout}, {body_timeout} and {idle_timeout} must "
+                     "be > 0");
+  }
+  options_.connections.max_body_bytes = options_.max_body_bytes;
+  front_ = std::make_unique<front::FrontEnd>(options_.connections);
   // Every waiting or running request blocks one handler thread; a few more keep /health and
   // /metrics answering when all of those are busy.
   const size_t threads = static_cast<size_t>(options_.max_running + options_.max_queue + 4);
@@ -107,22 +117,15 @@ Server::~Server() {
 }
 
 int Server::Bind() {
-  int port = options_.port;
-  errno = 0;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    port = -1;
-  }
-  if (port < 0) {
-    // errno is bind()'s or listen()'s when one of them failed (e.g. the port is in use); a host
-    // name that does not resolve leaves it 0.
-    const int err = errno;
+  const int port = front_->Bind(options_.host, options_.port);
+  // httplib takes only complete requests from the front end, over loopback.
+  const int upstream = http_->bind_to_any_port("127.0.0.1");
+  if (upstream < 0) {
     throw Error(ErrorKind::kIo,
-                "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                    (err != 0 ? std::string(": ") + std::strerror(err)
-                              : std::string(" (is the host an address of this machine?)")));
+                std::string("cannot listen on a loopback port for the HTTP workers: ") +
+                    std::strerror(errno));
   }
+  front_->SetUpstream(upstream);
   return port;
 }
 
@@ -156,15 +159,19 @@ std::string Server::load_error() const {
 }
 
 void Server::Serve() {
-  http_->listen_after_bind();
+  std::thread workers([this] { http_->listen_after_bind(); });
+  front_->Run();
+  workers.join();
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
   draining_.store(true);
+  if (front_) front_->BeginShutdown(grace);
   if (loader_.joinable() && loader_.get_id() != std::this_thread::get_id()) loader_.join();
-  // Finish (or cancel) the requests first: their handlers are then answered and return, and
-  // stopping the listener joins those handler threads.
+  // Finish (or cancel) the requests first: their handlers are then answered and return, the
+  // front end relays those answers, and stopping the listener joins the handler threads.
   if (scheduler_) scheduler_->Stop(grace);
+  if (front_) front_->Finish(std::chrono::milliseconds(500));
   if (http_) http_->stop();
 }
 
@@ -233,7 +240,8 @@ void Server::InstallProbes() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     engine::SchedulerStats s;
     if (ready()) s = scheduler_->stats();
-    res.set_content(RenderMetrics(s, options_.model_id), "text/plain; version=0.0.4");
+    res.set_content(RenderMetrics(s, options_.model_id, front_->stats()),
+                    "text/plain; version=0.0.4");
   });
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const json j = {

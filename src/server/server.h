@@ -1,8 +1,10 @@
-// The OpenAI-compatible HTTP server (docs/serving.md): cpp-httplib in front of one Scheduler.
+// The OpenAI-compatible HTTP server (docs/serving.md): an epoll front end (server/front/) owns the
+// public socket and every client connection and hands complete requests to cpp-httplib on a
+// loopback port, in front of one Scheduler.
 //
-// Threads: httplib's pool runs handlers (each blocks on its own request's outcome, so the pool is
-// sized max_running + max_queue + a few); the scheduler's worker runs every forward; the model
-// loads on a background thread while /health answers 503.
+// Threads: Serve()'s thread runs the front end's loop; httplib's pool runs handlers (each blocks on
+// its own request's outcome, so the pool is sized max_running + max_queue + a few); the scheduler's
+// worker runs every forward; the model loads on a background thread while /health answers 503.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "engine/scheduler.h"
 #include "format/gguf.h"
 #include "server/api_request.h"
+#include "server/front/front_end.h"
 
 namespace httplib {
 class Server;
@@ -40,6 +43,9 @@ struct ServerOptions {
   int threads = 0;           // OpenMP threads of the forwards; 0 = engine::ForwardThreads' default
   size_t max_body_bytes = 1 << 20;
   double cache_budget_mb = 0;  // 0 = the engine's default
+  // Connection deadlines and cap (--header-timeout, --body-timeout, --idle-timeout,
+  // --max-connections); its max_body_bytes is taken from max_body_bytes above.
+  front::FrontOptions connections;
 };
 
 class Server {
@@ -47,14 +53,17 @@ class Server {
   explicit Server(ServerOptions options);
   ~Server();
 
-  // Binds the socket; returns the port (useful with port 0). Throws Error(kIo).
+  // Binds the public socket (the front end's) and httplib's loopback one; returns the public port
+  // (useful with port 0). Throws Error(kIo).
   int Bind();
   // Loads the model on a background thread; /health turns 200 when done.
   void StartLoading();
   // Serves until Shutdown(); blocks the calling thread.
   void Serve();
-  // Graceful: /health 503 and new requests 503; in-flight ones get up to `grace` to finish, then
-  // are cancelled; then the listener stops. Safe from any thread except a handler.
+  // Graceful: the public socket closes (no new connections), requests arriving on open ones get
+  // 503; in-flight ones get up to `grace` to finish, then are cancelled; connections still open
+  // then (a slow or idle client) get half a second for their last bytes and are closed, and
+  // Serve() returns. Safe from any thread except a handler.
   void Shutdown(std::chrono::milliseconds grace);
 
   bool ready() const { return ready_.load(std::memory_order_acquire); }
@@ -70,6 +79,7 @@ class Server {
   void Load();
 
   ServerOptions options_;
+  std::unique_ptr<front::FrontEnd> front_;
   std::unique_ptr<httplib::Server> http_;
   std::shared_ptr<GenerationContext> gen_;
   std::unique_ptr<engine::LoadedModel> lm_;

@@ -147,6 +147,76 @@ print("bench sweep json ok")
 PY
 grep -Eq "^  bicache +none +long +4 " "$TMP/sweep.txt" || { echo "no per-band paired line"; exit 1; }
 
+# --depth-tables: one bicache mode per table, paired with none on the same requests, in the JSON,
+# the text (one trade-off line per mode and band) and the SVG's trade-off panel.
+python3 - "$TMP" <<'PY'
+import json, sys
+def table(path, criterion, threshold, points, bins):
+    json.dump({"format": "bicache-depth-table/1", "criterion": criterion,
+               "ratio_definition": "prefix tokens / (prefix + rest of prompt + mask canvas) tokens",
+               "threshold": threshold, "n_layer": 2, "points": points, "bins": bins},
+              open(path, "w"))
+table(sys.argv[1] + "/answers.json", "answers", 0.98, [{"ratio_pct": 0, "depth": 2}],
+      [{"ratio_pct": 0, "samples": 4, "agreement": [1, 1, 0.99], "accuracy": [0.5, 0.5, 0.5]}])
+table(sys.argv[1] + "/kv.json", "kv_similarity", 0.998, [{"ratio_pct": 0, "depth": 1}],
+      [{"ratio_pct": 0, "samples": 3, "similarity": [0.999, 0.99]}])
+PY
+"$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --ratio-band sweep \
+  --modes none,fixed:1 --depth-tables "$TMP/answers.json,$TMP/kv.json" \
+  --json "$TMP/tables.json" --svg "$TMP/tables.svg" > "$TMP/tables.txt" 2>/dev/null
+cat "$TMP/tables.txt"
+python3 - "$TMP" <<'PY'
+import json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/tables.json"))
+names = ["none", "fixed:1", "bicache[answers 0.98]", "bicache[kv 0.998]"]
+assert set(j["modes"]) == set(names), list(j["modes"])
+for name, path, crit, thr, depth in [("bicache[answers 0.98]", "answers.json", "answers", 0.98, 2),
+                                     ("bicache[kv 0.998]", "kv.json", "kv_similarity", 0.998, 1)]:
+    m = j["modes"][name]
+    t = m["depth_table"]
+    assert t["path"] == d + "/" + path and t["criterion"] == crit and t["threshold"] == thr, t
+    assert t["max_depth"] == depth and m["mean_depth"] == depth, (t, m["mean_depth"])
+    assert m["vs_none"]["n"] == 4 and m["hit_rate"] == 0.5, m
+    for band in ("short", "long"):
+        assert m["by_band"][band]["vs_none"]["n"] == 2, (name, band)
+        assert m["by_band"][band]["speedup_vs_none"] > 0, (name, band)
+# Each served by its own table (2 layers, 1 layer at every ratio), not the model's (2 from 10%).
+assert "depth_table" not in j["modes"]["fixed:1"] and "depth_table" not in j["modes"]["none"]
+assert j["depth_table"]["path"] == d + "/m.gguf.depth.json"  # the model's own, unchanged
+svg = open(d + "/tables.svg").read()
+assert "id='tradeoff'" in svg and "target: -1 point" in svg, "no trade-off panel"
+# one error bar per mode but none and scope (all, short, long)
+assert svg.count("class='errbar'") == 3 * 3, svg.count("class='errbar'")
+print("bench depth tables ok")
+PY
+grep -q "^trade-off vs none" "$TMP/tables.txt" || { echo "no trade-off section"; exit 1; }
+for scope in all short long; do
+  grep -Eq "^  bicache\[kv 0\.998\] +$scope +[0-9.]+x +[-+][0-9.]+ \[" "$TMP/tables.txt" ||
+    { echo "no trade-off line for the kv table, $scope"; exit 1; }
+done
+# A table for another layer count is refused, naming the file.
+python3 - "$TMP/bad.json" <<'PY'
+import json, sys
+json.dump({"format": "bicache-depth-table/1", "threshold": 0.9, "n_layer": 5,
+           "points": [{"ratio_pct": 0, "depth": 1}], "bins": []}, open(sys.argv[1], "w"))
+PY
+if "$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --modes none \
+    --depth-tables "$TMP/bad.json" > /dev/null 2> "$TMP/bad.txt"; then
+  echo "a 5-layer table was accepted for a 2-layer model"; exit 1
+fi
+grep -q "bad.json' was made for 5 layers" "$TMP/bad.txt" || { cat "$TMP/bad.txt"; exit 1; }
+# The same file twice is refused; two files with the same criterion and threshold are told apart.
+if "$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --modes none \
+    --depth-tables "$TMP/kv.json,$TMP/kv.json" > /dev/null 2> "$TMP/twice.txt"; then
+  echo "the same table was accepted twice"; exit 1
+fi
+grep -q "kv.json' given twice" "$TMP/twice.txt" || { cat "$TMP/twice.txt"; exit 1; }
+cp "$TMP/kv.json" "$TMP/kv2.json"
+"$BIN" bench -m "$TMP/m.gguf" --prefixes 1 --per-prefix 2 --gen-length 8 -t 2 --modes none \
+  --depth-tables "$TMP/kv.json,$TMP/kv2.json" --json "$TMP/two.json" > /dev/null 2>&1
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["modes"]; assert set(m) == {"none", "bicache[kv 0.998]", "bicache[kv 0.998 kv2.json]"}, list(m)' "$TMP/two.json"
+
 head -c 5 "$TMP/out.svg" | grep -Eq '^(<svg|<\?xml)' || { echo "SVG does not start with <svg"; exit 1; }
 grep -q '</svg>' "$TMP/out.svg"
 echo "bench smoke ok"

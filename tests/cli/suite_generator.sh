@@ -6,7 +6,11 @@
 # examples gives the answer on the query; arith: the problem replayed with the box size the prefix
 # states); prefix ratios span 0.3..0.95; and the worked rule format (--rule-worked) changes only the
 # rule samples' instruction and answers ("rule T. #### OUTPUT", T the letter of a rule of the
-# examples, named in the instruction).
+# examples, named in the instruction). The large held-out split (--heldout-large) and the
+# calibration split (--calibration) are the committed files byte for byte, share no prefix with each
+# other or the held-out suite, have only held-out questions and solvable answers, 4 requests per
+# prefix, >= 600 requests in each ratio band (split at the median group ratio, as `bench
+# --ratio-band`), and a long-prefix family (r >= 0.85) of about a third of the groups.
 # Usage: suite_generator.sh <bicache binary> <source dir>
 set -euo pipefail
 SRC="$2"
@@ -15,6 +19,14 @@ trap 'rm -rf "$TMP"' EXIT
 
 /usr/bin/python3 "$SRC/tools/train/suite.py" --heldout "$TMP/plain.jsonl" >/dev/null
 /usr/bin/python3 "$SRC/tools/train/suite.py" --heldout "$TMP/worked.jsonl" --rule-worked >/dev/null
+/usr/bin/python3 "$SRC/tools/train/suite.py" --heldout-large "$TMP/large.jsonl" \
+  --calibration "$TMP/calibration.jsonl" >/dev/null
+for split in heldout_large calibration; do
+  file="$TMP/${split#heldout_}.jsonl"
+  cmp "$SRC/tests/data/suite/$split.jsonl" "$file" ||
+    { echo "tests/data/suite/$split.jsonl is not what suite.py writes" >&2; exit 1; }
+done
+echo "ok   the committed large held-out and calibration splits are suite.py's output, byte for byte"
 
 /usr/bin/python3 - "$SRC" "$TMP" <<'EOF'
 import json
@@ -149,4 +161,63 @@ for s, w in zip(held, worked):
     assert fmt.score("rule", "rule P. #### " + s["answer"], w["answer"])
     assert not fmt.score("rule", s["answer"], w["answer"])
 print("ok   --rule-worked: only rule samples change (instruction, 'rule T. #### OUTPUT' answers)")
+
+# The large splits.
+large = suite.load_jsonl(src + "/tests/data/suite/heldout_large.jsonl")
+calib = suite.load_jsonl(src + "/tests/data/suite/calibration.jsonl")
+splits = {"heldout": held, "heldout_large": large, "calibration": calib}
+prefixes = {k: set(s["prefix"] for s in v) for k, v in splits.items()}
+for a, b in (("heldout", "heldout_large"), ("heldout", "calibration"), ("heldout_large", "calibration")):
+    assert not prefixes[a] & prefixes[b], (a, b, len(prefixes[a] & prefixes[b]))
+    assert not set(s["id"] for s in splits[a]) & set(s["id"] for s in splits[b]), (a, b)
+print("ok   heldout, heldout_large and calibration share no prefix and no id")
+
+for name, split, n in (("heldout_large", large, 2160), ("calibration", calib, 720)):
+    assert len(split) == n, (name, len(split))
+    assert all(suite.is_heldout_question(s["prompt"]) for s in split), name
+    for s in split:
+        assert SOLVE[s["family"]](s["prefix"], s["prompt"]) == want(s), s["id"]
+    groups = {}
+    for s in split:
+        groups.setdefault(s["prefix_id"], []).append(s)
+    assert all(len(g) == 4 and len(set(x["prefix"] for x in g)) == 1 for g in groups.values()), name
+    assert len(set(x[0]["prefix"] for x in groups.values())) == len(groups), name
+    for fam in suite.FAMILIES:
+        assert sum(s["family"] == fam for s in split) == n // 3, (name, fam)
+    ratio, longest = {}, 0
+    for pid, g in groups.items():
+        rs = []
+        for s in g:
+            n_pre = len(tok.encode(fmt.prefix_text(s["prefix"])))
+            tokens = n_pre + len(tok.encode(fmt.turn_text(s["prompt"]))) + fmt.GEN_LENGTH
+            rs.append(n_pre / tokens)
+            longest = max(longest, tokens)
+        ratio[pid] = sum(rs) / len(rs)
+        if "-long-" in pid:
+            assert min(rs) >= suite.LONG_RATIO, (pid, min(rs))
+    assert longest <= suite.MAX_TOKENS, (name, longest)
+    med = sorted(ratio.values())[len(ratio) // 2]
+    short = 4 * sum(r < med for r in ratio.values())
+    long_ = 4 * sum(r >= med for r in ratio.values())
+    n_long = sum("-long-" in pid for pid in ratio)
+    assert min(short, long_) >= n * 0.45 and (name != "heldout_large" or min(short, long_) >= 600), (name, short, long_)
+    assert 0.25 <= n_long / len(ratio) <= 0.45, (name, n_long)
+    for fam in suite.FAMILIES:
+        assert any(pid.startswith(pid.split("-")[0] + "-" + fam + "-long-") for pid in ratio), (name, fam)
+    print("ok   %s: %d requests, %d groups of 4, bands short %d / long %d (median group ratio %.2f), "
+          "%d long-prefix groups (r >= %.2f) in every family, ratios %.2f..%.2f, <= %d tokens"
+          % (name, n, len(ratio), short, long_, med, n_long, suite.LONG_RATIO, min(ratio.values()),
+             max(ratio.values()), longest))
 EOF
+
+# `--suite NAME` selects a committed split: eval reads the calibration split and reports its path.
+OMP_NUM_THREADS=1 "$1" eval --suite calibration --limit 1 --gen-length 4 --json "$TMP/eval.json" >/dev/null
+/usr/bin/python3 - "$SRC" "$TMP/eval.json" <<'EOF2'
+import json
+import sys
+
+report = json.load(open(sys.argv[2]))
+assert report["settings"]["suite"] == sys.argv[1] + "/tests/data/suite/calibration.jsonl", report["settings"]
+assert report["n"] == 3 and [r["id"] for r in report["results"]][0].startswith("cal-"), report["results"]
+print("ok   eval --suite calibration reads tests/data/suite/calibration.jsonl")
+EOF2

@@ -35,7 +35,22 @@ those docqa documents have 6-14 facts).  Prefix ratio
 r = prefix_tokens / (prefix_tokens + prompt_tokens + 32); prefix tokens are
 <|bos|><|system|>\n{prefix}<|eot|>, prompt tokens <|user|>\n{prompt}<|eot|><|assistant|>\n.
 
+Large held-out split (tests/data/suite/heldout_large.jsonl, --heldout-large, seed
+34001: 2,160 requests, 180 groups of 4 per family) and calibration split
+(tests/data/suite/calibration.jsonl, --calibration, seed 34002: 720 requests),
+for telling accuracy differences of about a point per ratio band (issue 34).
+Same families, formats and held-out questions; every group has 4 questions.
+~35% of the groups are the long-prefix family (prefix_id "<tag>-<family>-long-NNN",
+every request r >= 0.85): docqa documents of 20-32 facts after an 8-40 sentence
+preamble, rule with 8-16 examples, arith with 5-8 worked examples (both after a
+0-12 sentence preamble), each with a short question; 15% short groups (no
+preamble; docqa without instruction, 10-16 facts), the rest like the held-out
+split's normal groups. Every request fits 960 tokens with its canvas. The two
+splits share no prefix with each other or with heldout.jsonl.
+
 Usage: python3 suite.py --heldout tests/data/suite/heldout.jsonl
+       python3 suite.py --heldout-large tests/data/suite/heldout_large.jsonl \
+                        --calibration tests/data/suite/calibration.jsonl
        python3 suite.py --train out.jsonl --n 1000 --seed 1
 """
 import argparse
@@ -452,6 +467,101 @@ def make_heldout(seed=1234, per_family=100, rule_worked=False):
     return out
 
 
+# ----------------------------------------------------------------------------
+# large held-out and calibration splits (issue 34: enough requests to tell one point per band)
+
+LARGE_SEED = 34001  # --heldout-large
+CALIBRATION_SEED = 34002  # --calibration
+LARGE_PER_FAMILY = 720  # 180 groups of 4 per family: 2,160 requests
+CALIBRATION_PER_FAMILY = 240  # 60 groups of 4 per family: 720 requests
+LONG_SHARE = 0.35  # share of the groups in the long-prefix family
+LONG_RATIO = 0.85  # every request of a long-prefix group has at least this prefix ratio
+MAX_TOKENS = 960  # prompt + canvas of every request, within the model's context of 1024
+GROUP_Q = 4  # questions per prefix (bench's default --per-prefix)
+
+
+class RatioMeter:
+    """Prefix ratio r = prefix tokens / (prefix + request + canvas tokens), the engine's definition
+    (docs/bicache.md), with the embedded model's tokenizer (tools/train/tokenizer.json)."""
+
+    def __init__(self):
+        import bpe  # noqa: E402 (only the large splits need the tokenizer)
+        import format as fmt
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.tok = bpe.Tokenizer.load(os.path.join(here, "tokenizer.json"))
+        self.fmt = fmt
+
+    def measure(self, prefix, prompt):
+        """(ratio, total tokens of prompt + canvas)."""
+        n_pre = len(self.tok.encode(self.fmt.prefix_text(prefix)))
+        n = n_pre + len(self.tok.encode(self.fmt.turn_text(prompt))) + self.fmt.GEN_LENGTH
+        return n_pre / n, n
+
+
+def _large_group(rng, fam, kind, heldout=True):
+    """One prefix of the large splits' mix; kind: "long" (a long document or many few-shot examples,
+    often after a preamble, and a short question), "short" (no preamble; docqa: no instruction, a
+    short document) or "normal" (make_heldout's normal groups). Same families and formats as the
+    held-out split, so the embedded model is scored on tasks it was trained on."""
+    if kind == "long":
+        n_pre = rng.randint(8, 40) if fam == "docqa" else rng.randint(0, 12)
+        if fam == "docqa":
+            return docqa_group(rng, rng.randint(20, 32), GROUP_Q, heldout, n_pre)
+        if fam == "rule":
+            return rule_group(rng, rng.randint(8, 16), GROUP_Q, heldout, n_pre)[:2]
+        return arith_group(rng, rng.randint(5, 8), GROUP_Q, heldout, n_pre)
+    if kind == "short":
+        return gen_group(rng, fam, heldout, GROUP_Q, facts=(10, 16), no_instr=True)
+    n_pre = rng.randint(1, 4) if rng.random() < 0.3 else 0
+    return gen_group(rng, fam, heldout, GROUP_Q, facts=(10, 32), n_preamble=n_pre, no_instr=False)
+
+
+def make_large_split(seed, per_family, tag, exclude=(), meter=None):
+    """A held-out-question split of groups of GROUP_Q requests per prefix: LONG_SHARE of the groups
+    are long-prefix (every request r >= LONG_RATIO), 15% short, the rest normal. A drawn group is
+    drawn again until it has GROUP_Q questions, fits MAX_TOKENS, meets its kind's ratio, and shares
+    no prefix with `exclude` (other splits) or an earlier group. Seeded: the same file every run.
+    prefix_id: "<tag>-<family>-<NNN>", "<tag>-<family>-long-<NNN>" for the long-prefix family."""
+    meter = meter or RatioMeter()
+    rng = random.Random(seed)
+    seen = set(exclude)
+    out = []
+    for fam in FAMILIES:
+        for g in range(per_family // GROUP_Q):
+            u = rng.random()
+            kind = "long" if u < LONG_SHARE else "short" if u < LONG_SHARE + 0.15 else "normal"
+            while True:
+                prefix, qs = _large_group(rng, fam, kind)
+                if len(qs) != GROUP_Q or prefix in seen:
+                    continue
+                m = [meter.measure(prefix, q) for q, _ in qs]
+                if max(n for _, n in m) > MAX_TOKENS:
+                    continue
+                if kind == "long" and min(r for r, _ in m) < LONG_RATIO:
+                    continue
+                break
+            seen.add(prefix)
+            pid = "%s-%s-%s%03d" % (tag, fam, "long-" if kind == "long" else "", g)
+            for i, (p, a) in enumerate(qs):
+                out.append({"id": "%s-%d" % (pid, i), "family": fam, "prefix": prefix,
+                            "prompt": p, "answer": a, "prefix_id": pid})
+    return out
+
+
+def make_heldout_large():
+    """tests/data/suite/heldout_large.jsonl: 2,160 requests, disjoint from heldout.jsonl."""
+    return make_large_split(LARGE_SEED, LARGE_PER_FAMILY, "hl",
+                            exclude=set(s["prefix"] for s in make_heldout()))
+
+
+def make_calibration(large=None):
+    """tests/data/suite/calibration.jsonl: 720 requests, disjoint from both held-out splits.
+    large: make_heldout_large()'s samples when the caller has them already."""
+    large = make_heldout_large() if large is None else large
+    exclude = set(s["prefix"] for s in make_heldout()) | set(s["prefix"] for s in large)
+    return make_large_split(CALIBRATION_SEED, CALIBRATION_PER_FAMILY, "cal", exclude=exclude)
+
+
 class TrainStream:
     """Infinite seeded stream of training groups; rejects held-out prefixes."""
 
@@ -493,6 +603,10 @@ def main():
     ap = argparse.ArgumentParser(description="Write the task suite as JSONL: the held-out split (fixed) "
                                  "and/or training samples (seeded).")
     ap.add_argument("--heldout", default=None, metavar="FILE", help="write the held-out suite here")
+    ap.add_argument("--heldout-large", default=None, metavar="FILE",
+                    help="write the large held-out split here (2,160 requests, seed %d)" % LARGE_SEED)
+    ap.add_argument("--calibration", default=None, metavar="FILE",
+                    help="write the calibration split here (720 requests, seed %d)" % CALIBRATION_SEED)
     ap.add_argument("--train", default=None, metavar="FILE", help="write --n training samples here")
     ap.add_argument("--n", type=int, default=1000, help="training samples for --train (rounded up to whole prefixes)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the training samples (the held-out split is fixed)")
@@ -500,11 +614,12 @@ def main():
     ap.add_argument("--rule-worked", action="store_true",
                     help="held-out rule answers in the worked format (\"rule T. #### OUTPUT\", T the rule's letter)")
     args = ap.parse_args()
-    if not (args.heldout or args.train or args.test):
-        ap.error("nothing to do: give --heldout FILE, --train FILE and/or --test")
+    if not (args.heldout or args.heldout_large or args.calibration or args.train or args.test):
+        ap.error("nothing to do: give --heldout FILE, --heldout-large FILE, --calibration FILE, "
+                 "--train FILE and/or --test")
     if args.n < 1:
         ap.error("--n must be >= 1, got %d" % args.n)
-    for path in (args.heldout, args.train):
+    for path in (args.heldout, args.heldout_large, args.calibration, args.train):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             ap.error("no directory for %s" % path)
     if args.heldout:
@@ -513,6 +628,14 @@ def main():
             for s in h:
                 f.write(json.dumps(s) + "\n")
         print("wrote", len(h), "held-out samples to", args.heldout)
+    large = make_heldout_large() if (args.heldout_large or args.calibration) else None
+    for path, rows, what in ((args.heldout_large, large, "large held-out"),
+                             (args.calibration, args.calibration and make_calibration(large), "calibration")):
+        if path:
+            with open(path, "w") as f:
+                for s in rows:
+                    f.write(json.dumps(s) + "\n")
+            print("wrote", len(rows), what, "samples to", path)
     if args.train:
         hp = set()
         try:
