@@ -71,7 +71,7 @@ TEST_F(EngineModesTest, EmptyDepthTableMeansNoReuseNotACrash) {
 
 TEST_F(EngineModesTest, BicacheUsesTheTableDepthForTheRatio) {
   EngineOptions eo;
-  CalibrationBin bin{0, 1, {0.999, 0.999}};  // both layers safe at every ratio
+  CalibrationBin bin{0, 1, {0.999, 0.999}, {}, {}};  // both layers safe at every ratio
   eo.depth_table = DepthTable::FromBins({bin}, 0.97, lm_->model().config().n_layer);
   Engine e(lm_->model(), std::move(eo));
   RequestResult r = e.Run(Options(system_, "q", "bicache"));
@@ -80,7 +80,7 @@ TEST_F(EngineModesTest, BicacheUsesTheTableDepthForTheRatio) {
   // Only layer 0 similar: depth 1 would rejoin at layer 1 with prefix-alone K/V there, so no reuse.
   EngineOptions eo0;
   eo0.depth_table =
-      DepthTable::FromBins({{0, 1, {0.999, 0.5}}}, 0.97, lm_->model().config().n_layer);
+      DepthTable::FromBins({{0, 1, {0.999, 0.5}, {}, {}}}, 0.97, lm_->model().config().n_layer);
   Engine e0(lm_->model(), std::move(eo0));
   EXPECT_EQ(e0.Run(Options(system_, "q", "bicache")).depth, 0);
 }
@@ -287,10 +287,10 @@ TEST(DepthTableTest, MonotoneConservativeEnvelopeAndLookup) {
   // Depth = similar leading layers - 1 (the rejoin layer's prefix K/V are prefix-alone too), or
   // every layer when all are similar. 20%: 1 similar -> 0; 60%: all 3 -> 3 (noisy); 70%: 2 -> 1;
   // 90%: all -> 3. The envelope keeps 70%'s 1 from 60% up.
-  std::vector<CalibrationBin> bins = {{20, 3, {0.99, 0.90, 0.5}},
-                                      {60, 2, {0.99, 0.99, 0.99}},
-                                      {70, 2, {0.99, 0.98, 0.5}},
-                                      {90, 1, {0.99, 0.99, 0.99}}};
+  std::vector<CalibrationBin> bins = {{20, 3, {0.99, 0.90, 0.5}, {}, {}},
+                                      {60, 2, {0.99, 0.99, 0.99}, {}, {}},
+                                      {70, 2, {0.99, 0.98, 0.5}, {}, {}},
+                                      {90, 1, {0.99, 0.99, 0.99}, {}, {}}};
   DepthTable t = DepthTable::FromBins(bins, 0.97, 3);
   EXPECT_EQ(t.Lookup(0.10), 0);  // below the first point: no reuse
   EXPECT_EQ(t.Lookup(0.25), 0);

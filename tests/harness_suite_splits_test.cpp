@@ -66,7 +66,7 @@ void ExpectBandsAndLongPrefixFamily(const std::string& path, size_t total) {
     EXPECT_GE(ratios[i], 0.85) << slice[i].id;
     if (slice[i].id.ends_with("-0")) ++long_groups[slice[i].family];
   }
-  for (const std::string& fam : {"docqa", "rule", "arith"}) EXPECT_GE(long_groups[fam], 1) << fam;
+  for (const char* fam : {"docqa", "rule", "arith"}) EXPECT_GE(long_groups[fam], 1) << fam;
 
   // bench --ratio-band sweep over the slice: every group qualifies, half of them per band.
   WorkloadOptions o;
@@ -82,7 +82,7 @@ void ExpectBandsAndLongPrefixFamily(const std::string& path, size_t total) {
   EXPECT_EQ(requests["short"], static_cast<int>(slice.size()) / 2);
   EXPECT_EQ(requests["long"], static_cast<int>(slice.size()) / 2);
   for (const char* band : {"short", "long"}) {
-    for (const std::string& fam : {"docqa", "rule", "arith"}) {
+    for (const char* fam : {"docqa", "rule", "arith"}) {
       EXPECT_NE(std::find(families[band].begin(), families[band].end(), fam), families[band].end())
           << band << " " << fam;
     }
