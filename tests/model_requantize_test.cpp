@@ -103,6 +103,25 @@ TEST_F(RequantizeTest, RowsNarrowerThanAKBlockFallBackAndSayWhy) {
   EXPECT_GT(fell_back, 0);
 }
 
+TEST_F(RequantizeTest, MoeRouterKeepsItsTypeExpertsAreQuantized) {
+  // Top-k routing is a hard choice: a rounded router sends rows to other experts (llama.cpp keeps
+  // ffn_gate_inp in F32 too). The experts themselves are quantised like any matrix.
+  const RequantizeReport r =
+      Requantize(Opts(testing::DataPath("moe/llada-moe-tiny.gguf"), Out("moe.gguf"), "Q8_0"));
+  int routers = 0, experts = 0;
+  for (const RequantizedTensor& t : r.tensors) {
+    if (t.name.ends_with("ffn_gate_inp.weight")) {
+      ++routers;
+      EXPECT_EQ(t.to, format::TensorType::F32) << t.name;
+    } else if (t.name.ends_with("_exps.weight")) {
+      ++experts;
+      EXPECT_EQ(t.to, format::TensorType::Q8_0) << t.name;
+    }
+  }
+  EXPECT_GT(routers, 0);
+  EXPECT_GT(experts, 0);
+}
+
 TEST_F(RequantizeTest, RefusalsNameTheOption) {
   EXPECT_EQ(FieldOf(Opts(in_, Out("x.gguf"), "Q3_XX"), ErrorKind::kInvalidArgument), "type");
   EXPECT_EQ(FieldOf(Opts(Out("none.gguf"), Out("x.gguf"), "Q8_0"), ErrorKind::kIo), "input");

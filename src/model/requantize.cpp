@@ -7,9 +7,11 @@
 //     4;
 //   - ffn_down: _M -> Q6_K in the same "more bits" layers; Q4_K_S -> Q5_K in the first eighth;
 //   - token_embd.weight (untied) and everything else: the recipe's base type.
-// Quantisable = at least 2 dimensions, name ending in "weight" and not "_norm.weight"; everything
-// else (norms, biases) is copied unchanged. Rows are converted with kernels::DequantizeRow and
-// format::EncodeRow; the file is written by GgufWriter::WriteStreamed.
+// Quantisable = at least 2 dimensions, name ending in "weight", not "_norm.weight" and not a MoE
+// router ("ffn_gate_inp.weight": as in llama.cpp, it stays as it is, since a rounded router moves
+// rows to other experts); everything else (norms, biases) is copied unchanged. Rows are converted
+// with kernels::DequantizeRow and format::EncodeRow; the file is written by
+// GgufWriter::WriteStreamed.
 #include "model/requantize.h"
 
 #include <omp.h>
@@ -82,7 +84,8 @@ size_t NDims(const std::vector<uint64_t>& ne) {  // ggml_n_dims: trailing 1s do 
 }
 
 bool Quantizable(const format::TensorInfo& t) {
-  return NDims(t.ne) >= 2 && EndsWith(t.name, "weight") && !Contains(t.name, "_norm.weight");
+  return NDims(t.ne) >= 2 && EndsWith(t.name, "weight") && !Contains(t.name, "_norm.weight") &&
+         !Contains(t.name, "ffn_gate_inp.weight");
 }
 
 uint64_t BlockElems(TensorType type) {
