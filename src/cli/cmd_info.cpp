@@ -48,12 +48,6 @@ std::string Render(const format::Value& v, int depth = 0) {
   }
 }
 
-std::string Shape(const std::vector<uint64_t>& ne) {
-  std::string s;
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? " x " : "") + std::to_string(ne[i]);
-  return s;
-}
-
 }  // namespace
 
 Runner AddInfo(CLI::App& app) {
@@ -82,7 +76,7 @@ Runner AddInfo(CLI::App& app) {
       params += t.n_elements;
       if (*show_tensors || shown < 12) {
         std::printf("  %-32s %-6s %s\n", t.name.c_str(), format::TensorTypeName(t.type).c_str(),
-                    Shape(t.ne).c_str());
+                    format::ShapeTimes(t.ne).c_str());
         ++shown;
       }
     }

@@ -14,12 +14,6 @@
 namespace bicache::cli {
 namespace {
 
-std::string Shape(const std::vector<uint64_t>& ne) {
-  std::string s;
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? " x " : "") + std::to_string(ne[i]);
-  return s;
-}
-
 void PrintTensor(const model::RequantizedTensor& t, size_t n_tensors) {
   std::string note;
   if (t.fell_back) {
@@ -27,7 +21,7 @@ void PrintTensor(const model::RequantizedTensor& t, size_t n_tensors) {
            std::to_string(t.wanted_block) + ")";
   }
   std::printf("[%3zu/%zu] %-32s %-16s %6s -> %-6s%s\n", t.index + 1, n_tensors, t.name.c_str(),
-              Shape(t.ne).c_str(), format::TensorTypeName(t.from).c_str(),
+              format::ShapeTimes(t.ne).c_str(), format::TensorTypeName(t.from).c_str(),
               format::TensorTypeName(t.to).c_str(), note.c_str());
   std::fflush(stdout);
 }

@@ -52,6 +52,9 @@ enum class TensorType : uint32_t {
 
 // Name ("F32", "Q8_0", ...) or "type#N" for unknown values.
 std::string TensorTypeName(TensorType type);
+// A tensor's dims (fastest first) for messages: "[64, 128]"; ShapeTimes: "64 x 128" (tables).
+std::string ShapeString(const std::vector<uint64_t>& ne);
+std::string ShapeTimes(const std::vector<uint64_t>& ne);
 // Elements per block and bytes per block; false for a type this project cannot read.
 bool TensorTypeLayout(TensorType type, uint64_t* block_elems, uint64_t* block_bytes);
 

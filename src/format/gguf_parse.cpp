@@ -32,12 +32,6 @@ std::string Quoted(const std::string& s) {
   return "'" + s + "'";
 }
 
-std::string ShapeString(const std::vector<uint64_t>& ne) {
-  std::string out = "[";
-  for (size_t i = 0; i < ne.size(); ++i) out += (i ? ", " : "") + std::to_string(ne[i]);
-  return out + "]";
-}
-
 void CheckMagic(const uint8_t* data, uint64_t size) {
   if (size < 4) {
     Fail("file is too small to be GGUF: " + std::to_string(size) + " bytes, the header alone is " +

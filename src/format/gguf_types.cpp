@@ -349,4 +349,16 @@ std::string GgmlTypeWithoutLayoutName(uint32_t type) {
 }
 
 }  // namespace detail
+std::string ShapeString(const std::vector<uint64_t>& ne) {
+  std::string out = "[";
+  for (size_t i = 0; i < ne.size(); ++i) out += (i ? ", " : "") + std::to_string(ne[i]);
+  return out + "]";
+}
+
+std::string ShapeTimes(const std::vector<uint64_t>& ne) {
+  std::string out;
+  for (size_t i = 0; i < ne.size(); ++i) out += (i ? " x " : "") + std::to_string(ne[i]);
+  return out;
+}
+
 }  // namespace bicache::format

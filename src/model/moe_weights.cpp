@@ -12,12 +12,6 @@ namespace {
   throw Error(ErrorKind::kModel, msg);
 }
 
-std::string ShapeString(const std::vector<uint64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 const format::TensorInfo& Find(const format::GgufFile& f, const std::string& name) {
   const format::TensorInfo* t = f.FindTensor(name);
   if (!t) Fail("tensor '" + name + "' is missing");
@@ -39,7 +33,7 @@ std::vector<float> LoadRouter(const format::GgufFile& f, const std::string& name
          " experts (its second dimension), but expert_count is " + std::to_string(n_expert));
   }
   if (t.ne != std::vector<uint64_t>{d, n_expert}) {
-    Fail("tensor '" + name + "' has shape " + ShapeString(t.ne) + ", expected [" +
+    Fail("tensor '" + name + "' has shape " + format::ShapeString(t.ne) + ", expected [" +
          std::to_string(d) + ", " + std::to_string(n_expert) + "]");
   }
   std::vector<float> w(d * n_expert);
@@ -57,7 +51,7 @@ std::vector<kernels::Linear> LoadExperts(const format::GgufFile& f, const std::s
          " experts (its third dimension), but expert_count is " + std::to_string(n_expert));
   }
   if (t.ne != std::vector<uint64_t>{in, out, n_expert}) {
-    Fail("tensor '" + name + "' has shape " + ShapeString(t.ne) + ", expected [" +
+    Fail("tensor '" + name + "' has shape " + format::ShapeString(t.ne) + ", expected [" +
          std::to_string(in) + ", " + std::to_string(out) + ", " + std::to_string(n_expert) + "]");
   }
   const uint64_t slice_bytes = t.n_bytes / n_expert;  // whole rows: blocks never span experts

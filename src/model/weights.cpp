@@ -12,19 +12,14 @@ namespace {
   throw Error(ErrorKind::kModel, msg);
 }
 
-std::string ShapeString(const std::vector<uint64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 // Finds `name`, checks its shape (ne order) and that its type is one the engine computes with.
 const format::TensorInfo& Require(const format::GgufFile& f, const std::string& name,
                                   std::vector<uint64_t> ne) {
   const format::TensorInfo* t = f.FindTensor(name);
   if (!t) Fail("tensor '" + name + "' is missing");
   if (t->ne != ne) {
-    Fail("tensor '" + name + "' has shape " + ShapeString(t->ne) + ", expected " + ShapeString(ne));
+    Fail("tensor '" + name + "' has shape " + format::ShapeString(t->ne) + ", expected " +
+         format::ShapeString(ne));
   }
   if (!kernels::IsComputeType(t->type)) {
     throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' has type " +
@@ -65,8 +60,8 @@ Model::Model(format::GgufFile file) : file_(std::move(file)) {
   token_embd_ = f.FindTensor("token_embd.weight");
   if (!token_embd_) Fail("tensor 'token_embd.weight' is missing");
   if (token_embd_->ne.size() != 2 || token_embd_->ne[0] != d) {
-    Fail("tensor 'token_embd.weight' has shape " + ShapeString(token_embd_->ne) + ", expected [" +
-         std::to_string(d) + ", n_vocab]");
+    Fail("tensor 'token_embd.weight' has shape " + format::ShapeString(token_embd_->ne) +
+         ", expected [" + std::to_string(d) + ", n_vocab]");
   }
   if (token_embd_->ne[1] > (1u << 24))
     Fail("tensor 'token_embd.weight' has an implausible vocabulary size");
