@@ -13,7 +13,11 @@
 // embedding, copies) is the remainder.
 //
 // Without -m the model is synthetic (harness/synthetic_model.h): llada, d 1024, 16 heads x 64,
-// d_ff 2816, 4 layers, vocab 2048, BF16 matrices, each adjustable with --synthetic-*.
+// d_ff 2816, 4 layers, vocab 2048, BF16 matrices, each adjustable with --synthetic-*;
+// --synthetic-experts E --synthetic-experts-used K --synthetic-expert-ff F makes it a llada-moe
+// model (E experts of width F, top K per token; --synthetic-ff is then ignored), whose FLOPs and
+// GFLOP/s count the active parameters only, and whose breakdown times the experts' GEMMs under
+// "matmul" as if routing were balanced.
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -85,6 +89,15 @@ Runner AddBenchForward(CLI::App& app) {
   cmd->add_option("--synthetic-kv-heads", o->spec.n_kv_head, "synthetic model: kv heads")
       ->capture_default_str();
   cmd->add_option("--synthetic-ff", o->spec.d_ff, "synthetic model: d_ff")->capture_default_str();
+  cmd->add_option("--synthetic-experts", o->spec.n_expert,
+                  "synthetic model: experts (0 = dense llada; > 0 = llada-moe)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  cmd->add_option("--synthetic-experts-used", o->spec.n_expert_used,
+                  "synthetic model: experts per token (top k)")
+      ->capture_default_str();
+  cmd->add_option("--synthetic-expert-ff", o->spec.d_ff_exp, "synthetic model: expert width")
+      ->capture_default_str();
   cmd->add_option("--synthetic-vocab", o->spec.n_vocab, "synthetic model: vocabulary size")
       ->capture_default_str();
   cmd->add_option("--synthetic-type", o->type,

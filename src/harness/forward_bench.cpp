@@ -27,7 +27,9 @@ double Median(std::vector<double> v) {
 }
 
 // Times every projection of one layer (plus the output head once) at n rows, scaled to the model's
-// depth: the forward's matmul time if nothing else ran. Median of `repeats`.
+// depth: the forward's matmul time if nothing else ran. Median of `repeats`. A mixture-of-experts
+// layer's experts run as if routing were balanced: each of the E experts takes its share of the
+// n * n_expert_used rows (the router's float32 dot products are not timed: they land in "other").
 double IsolatedMatmulMs(const model::Model& m, int n, int logit_rows, int repeats) {
   const auto& c = m.config();
   const auto& w = m.layers()[0];
@@ -44,9 +46,17 @@ double IsolatedMatmulMs(const model::Model& m, int n, int logit_rows, int repeat
        {&w.wq, &w.wk, &w.wv, &w.wqkv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) {
     if (l->in() > 0) layer.push_back(l);
   }
+  const int E = c.n_expert, slots = n * c.n_expert_used;
   auto once = [&] {
     const auto t0 = Clock::now();
     for (const kernels::Linear* l : layer) l->Forward(x.data(), n, y.data());
+    for (int e = 0; e < E; ++e) {
+      const int rows = slots / E + (e < slots % E ? 1 : 0);
+      if (rows == 0) continue;
+      w.exp_gate[e].Forward(x.data(), rows, y.data());
+      w.exp_up[e].Forward(x.data(), rows, y.data());
+      w.exp_down[e].Forward(x.data(), rows, y.data());
+    }
     const double layer_s = Seconds(t0);
     const auto t1 = Clock::now();
     if (logit_rows > 0) m.output().Forward(x.data(), logit_rows, y.data());

@@ -61,6 +61,13 @@ void PrintForwardBenchHeader(const ForwardBenchSetup& s) {
       "%.1f s\n",
       s.model_path.empty() ? "(synthetic)" : s.model_path.c_str(), model::ArchName(c.arch),
       c.n_layer, c.d_model, c.n_head, c.head_dim, c.n_kv_head, c.d_ff, c.n_vocab, s.load_seconds);
+  if (c.is_moe()) {
+    std::printf(
+        "mixture of experts: %d experts, top %d, expert ff %d (d_ff above = top x expert ff); "
+        "FLOPs "
+        "and GFLOP/s count ACTIVE parameters only (router + the chosen experts per token)\n",
+        c.n_expert, c.n_expert_used, c.d_ff_exp);
+  }
   std::printf("tensor types: %s; file %.1f MB, resident after load %.1f MB\n",
               s.tensor_types.c_str(), Mb(s.file_bytes), Mb(s.rss_after_load));
   std::printf(
@@ -131,7 +138,10 @@ nlohmann::json ForwardBenchJson(const ForwardBenchSetup& s,
                 {"n_kv_head", c.n_kv_head},
                 {"head_dim", c.head_dim},
                 {"d_ff", c.d_ff},
-                {"n_vocab", c.n_vocab}};
+                {"n_vocab", c.n_vocab},
+                {"n_expert", c.n_expert},
+                {"n_expert_used", c.n_expert_used},
+                {"d_ff_exp", c.d_ff_exp}};
   j["threads"] = s.threads;
   j["tensor_types"] = s.tensor_types;
   j["file_bytes"] = s.file_bytes;

@@ -1,5 +1,6 @@
-// A random-weight `llada` model built in memory (no file on disk), for the forward benchmark and
-// for tests that need a model of a given shape rather than a trained one.
+// A random-weight `llada` (or, with experts, `llada-moe`) model built in memory (no file on disk),
+// for the forward benchmark and for tests that need a model of a given shape rather than a trained
+// one.
 //
 // The model goes through the same path as a real file (GgufWriter -> bytes -> GgufFile ->
 // model::Model), so loading, validation and zero-copy BF16 weights are exercised as in production.
@@ -23,6 +24,12 @@ struct SyntheticSpec {
   int n_layer = 4;
   int n_vocab = 2048;
   int context_length = 4096;
+  // Mixture of experts: n_expert > 0 writes a `llada-moe` model (per-head Q/K norms, an F32 router
+  // ffn_gate_inp [d, n_expert], experts ffn_{gate,up,down}_exps with d_ff_exp rows each, top
+  // n_expert_used per token); d_ff is then ignored. 0 = a dense `llada` model.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int d_ff_exp = 0;
   // Storage type of the matrices (token embedding included): BF16 (zero-copy into oneDNN), F32,
   // F16, Q8_0 or Q4_0 (converted to bf16 at load). Norm vectors are always F32.
   format::TensorType matrix_type = format::TensorType::BF16;
