@@ -55,9 +55,9 @@ TEST(HarnessSyntheticMoe, ForwardFlopsCountTheActiveParameters) {
   model::Forward(*m, {&p, 1}, &st);
 
   const double d = s.d_model, kv = d / s.n_head * s.n_kv_head;
-  const double attention = d * d + 2 * d * kv + d * d;               // Q, K, V, O
-  const double router = d * s.n_expert;                              // every expert scored
-  const double experts = s.n_expert_used * 3.0 * d * s.d_ff_exp;     // top-k only
+  const double attention = d * d + 2 * d * kv + d * d;            // Q, K, V, O
+  const double router = d * s.n_expert;                           // every expert scored
+  const double experts = s.n_expert_used * 3.0 * d * s.d_ff_exp;  // top-k only
   const double per_token = s.n_layer * (attention + router + experts) + d * s.n_vocab;  // + head
   EXPECT_DOUBLE_EQ(st.matmul_flops, 2.0 * n * per_token);
   bool finite = true;
