@@ -8,6 +8,10 @@
 
 namespace bicache::harness {
 
+int RatioBinPct(double ratio, int bin_pct) {
+  return static_cast<int>(std::floor(ratio * 100.0 / bin_pct)) * bin_pct;
+}
+
 engine::DepthTable Calibrate(const model::Model& model,
                              const std::vector<CalibrationSample>& samples, double threshold,
                              int bin_pct, const std::function<void(size_t, size_t)>& progress) {
@@ -21,7 +25,7 @@ engine::DepthTable Calibrate(const model::Model& model,
   for (size_t i = 0; i < samples.size(); ++i) {
     const CalibrationSample& s = samples[i];
     const double ratio = static_cast<double>(s.prefix_len) / s.tokens.size();
-    const int bin = static_cast<int>(std::floor(ratio * 100.0 / bin_pct)) * bin_pct;
+    const int bin = RatioBinPct(ratio, bin_pct);
     std::vector<double> sim = engine::PrefixKvSimilarity(model, s.tokens, s.prefix_len);
     engine::CalibrationBin& b = bins[bin];
     b.ratio_pct = bin;

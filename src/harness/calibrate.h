@@ -18,6 +18,9 @@ struct CalibrationSample {
   int prefix_len = 0;
 };
 
+// The bin (its lower edge, integer percent) of prefix ratio r in bins `bin_pct` wide.
+int RatioBinPct(double ratio, int bin_pct);
+
 // Measures every sample, bins by ratio (bin_pct wide bins of integer percent) and derives the
 // table. `progress(i, n)` is called after each sample (optional).
 engine::DepthTable Calibrate(const model::Model& model,

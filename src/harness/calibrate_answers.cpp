@@ -1,52 +1,13 @@
 #include "harness/calibrate_answers.h"
 
-#include <chrono>
-#include <cmath>
 #include <map>
 
+#include "harness/calibrate.h"
 #include "harness/eval.h"
 #include "util/field_error.h"
 
 namespace bicache::harness {
 namespace {
-
-void CheckOptions(const AnswerCalibrationOptions& o) {
-  if (!(o.min_agreement > 0 && o.min_agreement <= 1))
-    throw FieldError(ErrorKind::kInvalidArgument, "{min_agreement} must be in (0, 1]");
-  if (o.bin_pct < 1 || o.bin_pct > 50)
-    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
-  if (o.min_bin_samples < 1)
-    throw FieldError(ErrorKind::kInvalidArgument, "{min_bin_samples} must be >= 1");
-  if (o.batch < 1) throw FieldError(ErrorKind::kInvalidArgument, "{batch} must be >= 1");
-}
-
-// Keeps the samples that have a prefix and fit the context; ratios[i] for kept sample i.
-std::vector<const SuiteSample*> Runnable(const engine::LoadedModel& lm,
-                                         const std::vector<const SuiteSample*>& selected,
-                                         int gen_length, AnswerCalibration& out,
-                                         std::vector<double>& ratios) {
-  const int context = lm.model().config().context_length;
-  std::vector<const SuiteSample*> kept;
-  for (const SuiteSample* s : selected) {
-    const engine::Prompt p = SamplePrompt(lm, *s);
-    const int total = static_cast<int>(p.tokens.size()) + gen_length;
-    if (p.prefix_len <= 0) {
-      out.skipped_no_prefix++;
-    } else if (total > context) {
-      out.skipped_too_long++;
-    } else {
-      kept.push_back(s);
-      ratios.push_back(static_cast<double>(p.prefix_len) / total);
-    }
-  }
-  if (kept.empty()) {
-    throw FieldError(ErrorKind::kInvalidArgument,
-                     "{suite}: no selected sample has a prefix and fits the context (" +
-                         std::to_string(context) + " tokens) with {gen_length} " +
-                         std::to_string(gen_length));
-  }
-  return kept;
-}
 
 // Answers (token ids) and correctness of `samples` served at reuse depth d (0 = none).
 EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample>& suite,
@@ -64,24 +25,30 @@ EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample
 
 }  // namespace
 
+void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& o) {
+  if (!(o.min_agreement > 0 && o.min_agreement <= 1))
+    throw FieldError(ErrorKind::kInvalidArgument, "{min_agreement} must be in (0, 1]");
+  if (o.bin_pct < 1 || o.bin_pct > 50)
+    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+  if (o.min_bin_samples < 1)
+    throw FieldError(ErrorKind::kInvalidArgument, "{min_bin_samples} must be >= 1");
+  if (o.batch < 1) throw FieldError(ErrorKind::kInvalidArgument, "{batch} must be >= 1");
+}
+
 AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
                                      const std::vector<SuiteSample>& suite,
-                                     const std::vector<const SuiteSample*>& selected,
+                                     const std::vector<const SuiteSample*>& kept,
+                                     const std::vector<double>& ratios,
                                      AnswerCalibrationOptions o) {
-  CheckOptions(o);
-  const auto t0 = std::chrono::steady_clock::now();
+  CheckAnswerCalibrationOptions(o);
   const int L = lm.model().config().n_layer;
   AnswerCalibration out;
-  std::vector<double> ratios;
-  const std::vector<const SuiteSample*> kept =
-      Runnable(lm, selected, o.base.sampler.gen_length, out, ratios);
-  out.samples = kept.size();
 
   // Bins of kept samples; members[pct] = indices into kept.
   std::map<int, engine::CalibrationBin> bins;
   std::map<int, std::vector<size_t>> members;
   for (size_t i = 0; i < kept.size(); ++i) {
-    const int pct = static_cast<int>(std::floor(ratios[i] * 100.0 / o.bin_pct)) * o.bin_pct;
+    const int pct = RatioBinPct(ratios[i], o.bin_pct);
     bins[pct].ratio_pct = pct;
     bins[pct].samples++;
     members[pct].push_back(i);
@@ -135,7 +102,6 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
   for (auto& [pct, b] : bins) list.push_back(std::move(b));
   out.table =
       engine::DepthTable::FromAnswerBins(std::move(list), o.min_agreement, L, o.min_bin_samples);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 

@@ -32,20 +32,21 @@ struct AnswerCalibrationOptions {
 
 struct AnswerCalibration {
   engine::DepthTable table;
-  size_t samples = 0;         // samples that had a prefix and fit the context
-  int skipped_no_prefix = 0;  // skipped: no shared prefix
-  int skipped_too_long = 0;   // skipped: prompt + canvas over the context
-  double none_accuracy = 0;   // depth 0 over every sample
-  size_t runs = 0;            // requests generated, all depths
-  double seconds = 0;
+  double none_accuracy = 0;  // depth 0 over every sample
+  size_t runs = 0;           // requests generated, all depths
 };
 
-// Throws FieldError(kInvalidArgument) naming {min_agreement}, {bin}, {min_bin_samples}, {batch}
-// when out of range, or when no sample has a prefix and fits the context.
-// `selected` points into `suite` (harness::SelectSamples).
+// Throws FieldError(kInvalidArgument) naming {min_agreement}, {bin}, {min_bin_samples} or {batch}
+// when out of range (CalibrateByAnswers checks too; RunCalibrate calls it before selecting).
+void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& options);
+
+// `samples` (pointers into `suite`, each with a prefix and fitting the context with the canvas:
+// harness/calibrate_run.cpp selects them) and their prefix ratios, ratios[i] for samples[i].
+// Throws as CheckAnswerCalibrationOptions.
 AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& model,
                                      const std::vector<SuiteSample>& suite,
-                                     const std::vector<const SuiteSample*>& selected,
+                                     const std::vector<const SuiteSample*>& samples,
+                                     const std::vector<double>& ratios,
                                      AnswerCalibrationOptions options);
 
 }  // namespace bicache::harness

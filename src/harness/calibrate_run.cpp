@@ -16,34 +16,59 @@ void CheckCommon(const CalibrateOptions& o) {
     throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
 }
 
+// The selected samples a served request can run (a shared prefix, and prompt + canvas within the
+// context), their prompts and prefix ratios r = prefix / (prompt + canvas); the others are counted
+// in `out`. Throws FieldError naming {suite} when none is left.
+struct Runnable {
+  std::vector<const SuiteSample*> samples;
+  std::vector<engine::Prompt> prompts;
+  std::vector<double> ratios;
+};
+
+Runnable SelectRunnable(const engine::LoadedModel& lm,
+                        const std::vector<const SuiteSample*>& selected, int gen_length,
+                        CalibrateReport& out) {
+  const int context = lm.model().config().context_length;
+  Runnable r;
+  for (const SuiteSample* s : selected) {
+    engine::Prompt p = SamplePrompt(lm, *s);
+    const int total = static_cast<int>(p.tokens.size()) + gen_length;
+    if (p.prefix_len <= 0) {
+      out.skipped_no_prefix++;
+    } else if (total > context) {
+      out.skipped_too_long++;
+    } else {
+      r.samples.push_back(s);
+      r.ratios.push_back(static_cast<double>(p.prefix_len) / total);
+      r.prompts.push_back(std::move(p));
+    }
+  }
+  if (r.samples.empty()) {
+    throw FieldError(ErrorKind::kInvalidArgument,
+                     "{suite}: no selected sample has a prefix and fits the context (" +
+                         std::to_string(context) + " tokens) with {gen_length} " +
+                         std::to_string(gen_length));
+  }
+  out.samples = r.samples.size();
+  return r;
+}
+
 // Prefix + prompt + a canvas of gen_length mask tokens: the forward a served request runs.
 CalibrateReport RunKv(const engine::LoadedModel& lm,
                       const std::vector<const SuiteSample*>& selected, CalibrateReport out) {
   const CalibrateOptions& o = out.options;
   if (!(o.threshold > 0 && o.threshold < 1))
     throw FieldError(ErrorKind::kInvalidArgument, "{threshold} must be in (0, 1)");
-  const model::ModelConfig& cfg = lm.model().config();
+  const Runnable runnable = SelectRunnable(lm, selected, o.base.sampler.gen_length, out);
   std::vector<CalibrationSample> samples;
-  for (const SuiteSample* s : selected) {
-    const engine::Prompt p = SamplePrompt(lm, *s);
+  for (const engine::Prompt& p : runnable.prompts) {
     CalibrationSample cs;
     cs.prefix_len = p.prefix_len;
     cs.tokens = p.tokens;
-    cs.tokens.resize(p.tokens.size() + o.base.sampler.gen_length, cfg.mask_token_id);
-    if (cs.prefix_len <= 0) {
-      out.skipped_no_prefix++;
-    } else if (static_cast<int>(cs.tokens.size()) > cfg.context_length) {
-      out.skipped_too_long++;
-    } else {
-      samples.push_back(std::move(cs));
-    }
+    cs.tokens.resize(p.tokens.size() + o.base.sampler.gen_length,
+                     lm.model().config().mask_token_id);
+    samples.push_back(std::move(cs));
   }
-  if (samples.empty()) {
-    throw FieldError(ErrorKind::kInvalidArgument,
-                     "{suite}: no selected sample has a prefix and fits the context (" +
-                         std::to_string(cfg.context_length) + " tokens)");
-  }
-  out.samples = samples.size();
   out.table = Calibrate(lm.model(), samples, o.threshold, o.bin_pct, [&](size_t i, size_t n) {
     if (o.progress) o.progress("kv", i, n);
   });
@@ -63,11 +88,11 @@ CalibrateReport RunAnswers(const engine::LoadedModel& lm, const std::vector<Suit
     a.progress = [&](int d, size_t done, size_t n) {
       o.progress("depth " + std::to_string(d), done, n);
     };
-  AnswerCalibration r = CalibrateByAnswers(lm, suite, selected, std::move(a));
+  CheckAnswerCalibrationOptions(a);  // before the selection's {suite} error, as kv's threshold
+  const Runnable runnable = SelectRunnable(lm, selected, o.base.sampler.gen_length, out);
+  AnswerCalibration r =
+      CalibrateByAnswers(lm, suite, runnable.samples, runnable.ratios, std::move(a));
   out.table = std::move(r.table);
-  out.samples = r.samples;
-  out.skipped_no_prefix = r.skipped_no_prefix;
-  out.skipped_too_long = r.skipped_too_long;
   out.none_accuracy = r.none_accuracy;
   out.runs = r.runs;
   return out;
