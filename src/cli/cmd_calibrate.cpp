@@ -10,7 +10,8 @@
 //     sample.
 //   answers: a depth is safe while the answers served at it agree with `none` on --min-agreement
 //     of the bin's requests and are right as often; needs a suite with answers (the calibration
-//     split); n_layer + 1 generations per sample.
+//     split); one `none` generation per sample, then one per depth up to its bin's first unsafe
+//     one (at most n_layer + 1).
 #include <unistd.h>
 
 #include <cstdio>
