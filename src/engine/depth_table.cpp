@@ -18,6 +18,16 @@ int DepthTable::BinDepth(const std::vector<double>& similarity, double threshold
   return d >= n_layer ? n_layer : std::max(0, d - 1);
 }
 
+nlohmann::json CalibrationBinJson(const CalibrationBin& b) {
+  nlohmann::json bin = {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}};
+  if (!b.similarity.empty()) bin["similarity"] = b.similarity;
+  if (!b.agreement.empty()) {
+    bin["agreement"] = b.agreement;
+    bin["accuracy"] = b.accuracy;
+  }
+  return bin;
+}
+
 const char* DepthCriterionName(DepthCriterion c) {
   return c == DepthCriterion::kAnswers ? "answers" : "kv_similarity";
 }
@@ -119,15 +129,7 @@ void DepthTable::Save(const std::string& path) const {
   for (const auto& p : points_)
     j["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
   j["bins"] = nlohmann::json::array();
-  for (const auto& b : bins_) {
-    nlohmann::json bin = {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}};
-    if (!b.similarity.empty()) bin["similarity"] = b.similarity;
-    if (!b.agreement.empty()) {
-      bin["agreement"] = b.agreement;
-      bin["accuracy"] = b.accuracy;
-    }
-    j["bins"].push_back(std::move(bin));
-  }
+  for (const auto& b : bins_) j["bins"].push_back(CalibrationBinJson(b));
   std::ofstream f(path);
   f << j.dump(1) << "\n";
   if (!f) throw Error(ErrorKind::kIo, "cannot write depth table '" + path + "'");

@@ -17,6 +17,7 @@
 // accuracy; the same envelope turns bin depths into the table.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,10 @@ struct CalibrationBin {
   std::vector<double> agreement;  // [n_layer + 1] share of answers equal to depth 0's (none's)
   std::vector<double> accuracy;   // [n_layer + 1] share of right answers at depth d
 };
+
+// One bin as the table file (and bench's JSON) writes it: ratio_pct, samples, and whichever curves
+// it has (similarity; agreement and accuracy).
+nlohmann::json CalibrationBinJson(const CalibrationBin& bin);
 
 // How a table's bins were measured: prefix K/V similarity (threshold = minimum similarity) or
 // answers (threshold = minimum agreement with `none`).

@@ -352,15 +352,7 @@ json DepthTableJson(const BenchReport& report) {
              {"bins", json::array()}};
   for (const auto& p : table.points())
     jt["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
-  for (const auto& b : table.bins()) {
-    json bin = {{"ratio_pct", b.ratio_pct}, {"samples", b.samples}};
-    if (!b.similarity.empty()) bin["similarity"] = b.similarity;
-    if (!b.agreement.empty()) {
-      bin["agreement"] = b.agreement;
-      bin["accuracy"] = b.accuracy;
-    }
-    jt["bins"].push_back(std::move(bin));
-  }
+  for (const auto& b : table.bins()) jt["bins"].push_back(engine::CalibrationBinJson(b));
   return jt;
 }
 
