@@ -15,29 +15,9 @@ PY=/usr/bin/python3
 
 start() { start_server "$BIN" -m "$M" -t "$SERVE_THREADS" "$@"; }
 BODY='{"prompt":"hi","max_tokens":4}'
-# raw REQUEST: sends bytes as they are (curl would fix them), writes the response body to $TMP/body
-# and prints the status code.
-raw() {
-  "$PY" - "${URL#http://}" "$1" "$TMP/body" <<'PY'
-import socket, sys
-host, port = sys.argv[1].split(":")
-s = socket.create_connection((host, int(port)), timeout=10)
-s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
-out = b""
-try:
-    while b"\r\n\r\n" not in out or len(out.split(b"\r\n\r\n", 1)[1]) < int(
-            ([l.split(b":")[1] for l in out.split(b"\r\n") if l.lower().startswith(b"content-length:")] or [b"0"])[0]):
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-except socket.timeout:
-    pass
-head, _, body = out.partition(b"\r\n\r\n")
-open(sys.argv[3], "wb").write(body)
-print(head.split(b" ")[1].decode() if head else "none")
-PY
-}
+# raw REQUEST: sends bytes as they are (curl would fix them; the request must say "Connection:
+# close"), writes the response body to $TMP/body and prints the status code (tests/cli/lib/raw_http.py).
+raw() { "$PY" "$(dirname "$0")/lib/raw_http.py" "${URL#http://}" "$TMP/body" 0 "$1"; }
 
 start
 st=$(curl -s -o "$TMP/body" -w '%{http_code}' -F prompt=hi "$URL/v1/completions")

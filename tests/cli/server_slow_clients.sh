@@ -16,45 +16,9 @@ PY=/usr/bin/python3
 BODY='{"prompt":"hi","max_tokens":4}'
 
 # raw SECONDS PIECE...: sends each piece (escapes as in Python), pausing SECONDS after each, then
-# reads until the server closes or 10 s pass; writes every response body to $TMP/body and prints
-# the status codes, space-separated ("none" if no answer).
-raw() {
-  "$PY" - "${URL#http://}" "$@" <<'PY' >"$TMP/raw"
-import socket, sys, time
-host, port = sys.argv[1].split(":")
-pause = float(sys.argv[2])
-s = socket.create_connection((host, int(port)), timeout=10)
-for piece in sys.argv[3:]:
-    try:
-        s.sendall(piece.encode().decode("unicode_escape").encode("latin-1"))
-    except OSError:
-        break
-    time.sleep(pause)
-out = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-except OSError:
-    pass
-codes, bodies = [], []
-while out.startswith(b"HTTP/"):
-    head, _, rest = out.partition(b"\r\n\r\n")
-    n = 0
-    for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            n = int(line.split(b":")[1])
-    codes.append(head.split(b" ")[1].decode())
-    bodies.append(rest[:n])
-    out = rest[n:]
-sys.stdout.write(" ".join(codes) or "none")
-open(__import__("os").environ["TMP"] + "/body", "wb").write(bodies[-1] if bodies else b"")
-PY
-  cat "$TMP/raw"
-}
-export TMP
+# reads until the server closes or 10 s pass; writes the last response body to $TMP/body and prints
+# the status codes, space-separated ("none" if no answer). tests/cli/lib/raw_http.py.
+raw() { "$PY" "$(dirname "$0")/lib/raw_http.py" "${URL#http://}" "$TMP/body" "$@"; }
 
 # 150 slow heads + 50 idle keep-alive connections for 4 s (default deadlines: none of them is
 # reached), while /health is probed and completions run. Every probe must be answered (within 5 s:
