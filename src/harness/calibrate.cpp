@@ -12,14 +12,18 @@ int RatioBinPct(double ratio, int bin_pct) {
   return static_cast<int>(std::floor(ratio * 100.0 / bin_pct)) * bin_pct;
 }
 
+void CheckRatioBinPct(int bin_pct) {
+  if (bin_pct < 1 || bin_pct > 50)
+    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+}
+
 engine::DepthTable Calibrate(const model::Model& model,
                              const std::vector<CalibrationSample>& samples, double threshold,
                              int bin_pct, const std::function<void(size_t, size_t)>& progress) {
   if (!(threshold > 0 && threshold < 1)) {
     throw FieldError(ErrorKind::kInvalidArgument, "{threshold} must be in (0, 1)");
   }
-  if (bin_pct < 1 || bin_pct > 50)
-    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+  CheckRatioBinPct(bin_pct);
   const int L = model.config().n_layer;
   std::map<int, engine::CalibrationBin> bins;
   for (size_t i = 0; i < samples.size(); ++i) {

@@ -21,6 +21,9 @@ struct CalibrationSample {
 // The bin (its lower edge, integer percent) of prefix ratio r in bins `bin_pct` wide.
 int RatioBinPct(double ratio, int bin_pct);
 
+// Throws FieldError naming {bin} unless 1 <= bin_pct <= 50 (both criteria's bin width).
+void CheckRatioBinPct(int bin_pct);
+
 // Measures every sample, bins by ratio (bin_pct wide bins of integer percent) and derives the
 // table. `progress(i, n)` is called after each sample (optional).
 engine::DepthTable Calibrate(const model::Model& model,

@@ -28,8 +28,7 @@ EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample
 void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& o) {
   if (!(o.min_agreement > 0 && o.min_agreement <= 1))
     throw FieldError(ErrorKind::kInvalidArgument, "{min_agreement} must be in (0, 1]");
-  if (o.bin_pct < 1 || o.bin_pct > 50)
-    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+  CheckRatioBinPct(o.bin_pct);
   if (o.min_bin_samples < 1)
     throw FieldError(ErrorKind::kInvalidArgument, "{min_bin_samples} must be >= 1");
   if (o.batch < 1) throw FieldError(ErrorKind::kInvalidArgument, "{batch} must be >= 1");

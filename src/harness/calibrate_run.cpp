@@ -12,8 +12,7 @@ namespace {
 void CheckCommon(const CalibrateOptions& o) {
   if (o.base.sampler.gen_length < 1)
     throw FieldError(ErrorKind::kInvalidArgument, "{gen_length} must be >= 1");
-  if (o.bin_pct < 1 || o.bin_pct > 50)
-    throw FieldError(ErrorKind::kInvalidArgument, "{bin} must be in [1, 50] percent");
+  CheckRatioBinPct(o.bin_pct);
 }
 
 // The selected samples a served request can run (a shared prefix, and prompt + canvas within the

@@ -138,5 +138,10 @@ if [[ $rc -eq 2 ]] && grep -q -- "--criterion: unknown depth criterion 'answer'"
 rc=0
 "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answers --min-agreement 0 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
 if [[ $rc -eq 2 ]] && grep -q -- "--min-agreement must be in (0, 1]" "$TMP/err"; then echo "ok   --min-agreement 0 refused"; else echo "FAIL min-agreement 0: exit $rc"; cat "$TMP/err"; fail=1; fi
+for crit in kv_similarity answers; do
+  rc=0
+  "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion $crit --bin 60 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
+  if [[ $rc -eq 2 ]] && grep -q -- "--bin must be in \[1, 50\] percent" "$TMP/err"; then echo "ok   --bin 60 refused ($crit)"; else echo "FAIL --bin 60 ($crit): exit $rc"; cat "$TMP/err"; fail=1; fi
+done
 
 exit $fail
