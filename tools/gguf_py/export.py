@@ -259,14 +259,15 @@ MATRIX_SUFFIXES = ("wq.weight", "wk.weight", "wv.weight", "wo.weight", "w_gate.w
                    "w_up.weight", "w_down.weight")
 
 
-def roundtrip_state_dict(state_dict, dtype: str) -> dict:
-    """The weights (HF layout, float32) a reader of an exported file of `dtype` sees.
+def roundtrip_state_dict(state_dict, dtype: str, matrix_suffixes=MATRIX_SUFFIXES) -> dict:
+    """The weights (HF layout, float32) a reader of an exported file of `dtype` sees: the
+    embeddings and the tensors named by `matrix_suffixes` in `dtype`, the rest (norms) as F32.
     Exact, because the Q/K permutation only reorders rows and ggml blocks lie within a row."""
     mtype = gw.GGML_TYPE_BY_NAME[dtype.lower()]
     out = {}
     for k, v in state_dict.items():
         v = to_np(v)
-        if k in ("tok_emb.weight", "lm_head.weight") or k.endswith(MATRIX_SUFFIXES):
+        if k in ("tok_emb.weight", "lm_head.weight") or k.endswith(matrix_suffixes):
             v = gw.roundtrip(v, mtype)
         out[k] = v
     return out

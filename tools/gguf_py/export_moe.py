@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_writer as gw  # noqa: E402
-from export import _write_tokenizer, synthetic_tokenizer, to_np  # noqa: E402
+from export import _write_tokenizer, roundtrip_state_dict, synthetic_tokenizer, to_np  # noqa: E402
 
 MOE_MATRIX_SUFFIXES = ("wq.weight", "wk.weight", "wv.weight", "wo.weight", "exp_gate.weight",
                        "exp_up.weight", "exp_down.weight")
@@ -97,12 +97,6 @@ def export_llada_moe(state_dict, config: dict, tokenizer: dict | None, path: str
 
 
 def roundtrip_moe_state_dict(state_dict, dtype: str) -> dict:
-    """The weights (HF layout, float32) a reader of an exported file of `dtype` sees."""
-    mtype = gw.GGML_TYPE_BY_NAME[dtype.lower()]
-    out = {}
-    for k, v in state_dict.items():
-        v = to_np(v)
-        if k in ("tok_emb.weight", "lm_head.weight") or k.endswith(MOE_MATRIX_SUFFIXES):
-            v = gw.roundtrip(v, mtype)
-        out[k] = v
-    return out
+    """The weights (HF layout, float32) a reader of an exported file of `dtype` sees (the router
+    stays F32, as written)."""
+    return roundtrip_state_dict(state_dict, dtype, MOE_MATRIX_SUFFIXES)
