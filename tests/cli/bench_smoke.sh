@@ -146,6 +146,27 @@ assert t["accuracy_checks"][1]["ci95"] == b["by_band"]["short"]["vs_none"]["ci95
 print("bench sweep json ok")
 PY
 grep -Eq "^  bicache +none +long +4 " "$TMP/sweep.txt" || { echo "no per-band paired line"; exit 1; }
+# scripts/merge_bench_bands.py: one band per run, merged, gives the sweep run's rows (same requests);
+# on the sweep run alone it rebuilds bench's own overall row from the bands (or exits 1).
+for band in short long; do
+  "$BIN" bench -m "$TMP/m.gguf" --prefixes 2 --per-prefix 2 --gen-length 8 -t 2 --ratio-band $band \
+    --modes none,bicache --json "$TMP/$band.json" > /dev/null 2>&1
+done
+python3 "$SRC/scripts/merge_bench_bands.py" "$TMP/sweep.json" --json "$TMP/merged-sweep.json" > /dev/null
+python3 "$SRC/scripts/merge_bench_bands.py" "$TMP/short.json" "$TMP/long.json" \
+  --json "$TMP/merged-bands.json" > "$TMP/merged.txt"
+python3 - "$TMP" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1] + "/merged-sweep.json"))["bicache"]
+b = json.load(open(sys.argv[1] + "/merged-bands.json"))["bicache"]
+for scope in ("short", "long", "all"):
+    for k in ("n", "accuracy", "accuracy_versus", "discordant", "agreement", "ci95"):
+        assert a[scope][k] == b[scope][k], (scope, k, a[scope][k], b[scope][k])
+assert b["all"]["n"] == 8 and b["short"]["n"] == 4, b
+print("merge_bench_bands ok")
+PY
+grep -Eq "^bicache +all +8 " "$TMP/merged.txt" || { echo "no overall row from merge_bench_bands"; exit 1; }
+grep -q "^target: bicache vs none all: accuracy" "$TMP/merged.txt" || { echo "no merged target line"; exit 1; }
 
 # --depth-tables: one bicache mode per table, paired with none on the same requests, in the JSON,
 # the text (one trade-off line per mode and band) and the SVG's trade-off panel.
