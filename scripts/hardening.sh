@@ -52,7 +52,7 @@ stage_tsan() {
   (cd build-tsan && OMP_NUM_THREADS=1 BICACHE_TEST_THREADS=1 ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS")
 }
 
-FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat)
+FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat http_head)
 stage_fuzz() {
   configure build-fuzz -DBICACHE_FUZZ=ON
   cmake --build build-fuzz -j "$JOBS" --target bicache_fuzzers

@@ -66,6 +66,16 @@ TEST(ServerRequestFraming, RefusedHeadsSayWhy) {
   Parse("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n");
   Refused("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n");
   EXPECT_EQ(Refused("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n").status, 501);
+  // A bare CR or a NUL inside a field: another parser could split the line there and read a
+  // Content-Length the front never saw. Tab and bytes >= 0x80 stay allowed.
+  const HeadError cr = Refused("POST / HTTP/1.1\r\nX-A: a\rContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(cr.status, 400);
+  EXPECT_NE(cr.message.find("header 'X-A' holds a control character"), std::string::npos);
+  const std::string nul = std::string("GET / HTTP/1.1\r\nX-A: a") + '\0' + "b\r\n\r\n";
+  EXPECT_EQ(Refused(nul).status, 400);
+  EXPECT_NE(Refused("GET /a\rb HTTP/1.1\r\n\r\n").message.find("target"), std::string::npos);
+  EXPECT_EQ(Parse("GET / HTTP/1.1\r\nX-A: a\tb \xc3\xa9\r\n\r\n").headers.at(0).value,
+            "a\tb \xc3\xa9");
 }
 
 TEST(ServerRequestFraming, UpstreamHeadDropsHopByHopHeaders) {

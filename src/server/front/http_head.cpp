@@ -41,6 +41,16 @@ bool IsTokenChar(char c) {
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
+// True when `s` holds a control byte (below 0x20 but tab, or DEL): a bare CR or a NUL inside a
+// field is read differently by different parsers (RFC 9110 5.5: reject it).
+bool HasControlByte(std::string_view s) {
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return true;
+  }
+  return false;
+}
+
 // Splits a head into lines (without their ends), stopping at the blank line.
 std::vector<std::string_view> Lines(std::string_view head) {
   std::vector<std::string_view> lines;
@@ -133,8 +143,13 @@ std::variant<RequestHead, HeadError> ParseRequestHead(std::string_view head) {
     return HeadError{505, "HTTP version '" + h.version.substr(0, 20) +
                               "' is not supported (HTTP/1.0 and HTTP/1.1 are)"};
   }
+  if (HasControlByte(h.target)) return Bad("the request target holds a control character");
   if (!ParseHeaders(lines, &h.headers)) {
     return Bad("the request could not be parsed: a header line without a name and a colon");
+  }
+  for (const Header& x : h.headers) {
+    if (HasControlByte(x.value))
+      return Bad("header '" + x.name.substr(0, 40) + "' holds a control character");
   }
   if (auto e = Framing(&h)) return *e;
   bool close = false, keep = false;

@@ -45,6 +45,7 @@ struct HeadError {
 
 // Parses a request head (through its blank line, as FindHeadEnd delimits it). A HeadError for: a
 // request line that is not METHOD TARGET HTTP/1.x, a header line without a name and colon, a
+// control character (a bare CR, a NUL, ...; tab is allowed) in the target or a header value, a
 // Content-Length that is not a byte count or that disagrees with another, Content-Length together
 // with Transfer-Encoding, and a Transfer-Encoding other than chunked (the ways a proxy and its
 // upstream can be made to read different bodies).
