@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "engine/depth_table.h"
 #include "test_util.h"
@@ -113,6 +114,40 @@ TEST(DepthChoice, AnswerTableSurvivesSaveAndLoad) {
   EXPECT_EQ(back.Lookup(0.35), 2);
   // A similarity table written before criteria existed still loads as kv_similarity.
   EXPECT_EQ(Table().criterion(), DepthCriterion::kKvSimilarity);
+}
+
+TEST(DepthChoice, CalibrationSettingsAreSavedAndAMismatchIsNamed) {
+  DepthTable t = DepthTable::FromAnswerBins(
+      {AnswerBin(30, 25, {1, 1, 0.99, 0.9, 0.5}, {0.5, 0.5, 0.5, 0.25, 0.5})}, 0.98, 4, 20);
+  diffusion::SamplerConfig s;                   // gen 32, steps 32, one block of 32
+  EXPECT_EQ(CalibrationMismatch(t, s, 8), "");  // a table that does not say: nothing to compare
+  t.set_calibrated_with({"tests/data/suite/calibration.jsonl", 240, 32, 32, 32, 8});
+  const std::string path = ::testing::TempDir() + "/settings.depth.json";
+  t.Save(path);
+  const DepthTable back = DepthTable::Load(path);
+  ASSERT_TRUE(back.calibrated_with().has_value());
+  EXPECT_EQ(DescribeCalibration(*back.calibrated_with()),
+            "240 samples of tests/data/suite/calibration.jsonl, gen 32, steps 32, block 32, "
+            "refresh 8");
+  EXPECT_EQ(CalibrationMismatch(back, s, 8), "");
+  s.block_length = 8;
+  const std::string m = CalibrationMismatch(back, s, 0);
+  EXPECT_NE(m.find("measured with block 32, refresh 8 (here: block 8, refresh 0)"),
+            std::string::npos)
+      << m;
+  // A K/V-similarity table records no generation: no mismatch to report.
+  DepthTable kv = Table();
+  kv.set_calibrated_with({"x.jsonl", 10, 32});
+  EXPECT_EQ(DescribeCalibration(*kv.calibrated_with()), "10 samples of x.jsonl, gen 32");
+  EXPECT_EQ(CalibrationMismatch(kv, s, 0), "");
+  // A malformed record is refused by name.
+  {
+    std::ofstream f(path);
+    f << R"({"format": "bicache-depth-table/1", "threshold": 0.98, "n_layer": 4, "points": [],
+             "calibrated_with": {"suite": "x", "samples": -3, "gen_length": 32}})";
+  }
+  testing::ExpectError([&] { DepthTable::Load(path); }, ErrorKind::kFormat, "calibrated_with");
+  std::remove(path.c_str());
 }
 
 TEST(DepthChoice, UnknownCriterionIsNamed) {

@@ -86,6 +86,7 @@ Runner AddCalibrate(CLI::App& app) {
     const int gen = c.base.sampler.gen_length;
     c.base.sampler.steps = o->steps == 0 ? gen : o->steps;
     c.base.sampler.block_length = o->block_length == 0 ? gen : o->block_length;
+    c.suite_name = harness::SuiteDisplayName(o->suite);
     ApplyThreads(o->threads);
     const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     const std::vector<const harness::SuiteSample*> selected =
@@ -113,7 +114,7 @@ Runner AddCalibrate(CLI::App& app) {
     if (!o->svg.empty()) {
       harness::WriteCalibrationSvg(
           o->svg, report.table,
-          lm->path() + ", " + std::to_string(report.samples) + " samples of " + o->suite);
+          lm->path() + ", " + engine::DescribeCalibration(*report.table.calibrated_with()));
     }
     harness::PrintCalibrateText(stdout, report, lm->path(), out);
     return 0;

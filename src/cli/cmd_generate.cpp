@@ -109,6 +109,11 @@ Runner AddGenerate(CLI::App& app) {
         engine::EngineOptionsFor(*lm, {o->s.cache_budget_mb, o->s.audit_rate});
     if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty())
       WarnNoDepthTable(lm->depth_table_path());
+    const std::string mismatch =
+        req.cache.prefix == engine::PrefixReuse::kBicache
+            ? engine::CalibrationMismatch(eo.depth_table, req.sampler, req.refresh_interval)
+            : "";
+    if (!mismatch.empty()) std::fprintf(stderr, "bicache: warning: %s\n", mismatch.c_str());
     engine::Engine eng(lm->model(), std::move(eo));
     ProgressView view(*lm, o->visual);
     engine::RequestResult r = eng.Run(req, [&](const engine::StepEvent& e) { view.Update(e); });

@@ -118,6 +118,23 @@ std::string DepthTable::PathForModel(const std::string& model_path) {
   return model_path + ".depth.json";
 }
 
+nlohmann::json CalibrationSettingsJson(const CalibrationSettings& s) {
+  nlohmann::json j = {{"suite", s.suite}, {"samples", s.samples}, {"gen_length", s.gen_length}};
+  if (s.steps >= 0) j["steps"] = s.steps;
+  if (s.block_length >= 0) j["block_length"] = s.block_length;
+  if (s.refresh >= 0) j["refresh"] = s.refresh;
+  return j;
+}
+
+std::string DescribeCalibration(const CalibrationSettings& s) {
+  std::string out = std::to_string(s.samples) + " samples of " + s.suite + ", gen " +
+                    std::to_string(s.gen_length);
+  if (s.steps >= 0) out += ", steps " + std::to_string(s.steps);
+  if (s.block_length >= 0) out += ", block " + std::to_string(s.block_length);
+  if (s.refresh >= 0) out += ", refresh " + std::to_string(s.refresh);
+  return out;
+}
+
 void DepthTable::Save(const std::string& path) const {
   nlohmann::json j;
   j["format"] = "bicache-depth-table/1";
@@ -125,6 +142,7 @@ void DepthTable::Save(const std::string& path) const {
   j["criterion"] = DepthCriterionName(criterion_);
   j["threshold"] = threshold_;
   j["n_layer"] = n_layer_;
+  if (calibrated_with_) j["calibrated_with"] = CalibrationSettingsJson(*calibrated_with_);
   j["points"] = nlohmann::json::array();
   for (const auto& p : points_)
     j["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
@@ -158,6 +176,16 @@ DepthTable DepthTable::Load(const std::string& path) {
       last_depth = dp.depth;
       t.points_.push_back(dp);
     }
+    if (j.contains("calibrated_with")) {
+      const nlohmann::json& c = j.at("calibrated_with");
+      CalibrationSettings cs{c.at("suite").get<std::string>(), c.at("samples").get<int>(),
+                             c.at("gen_length").get<int>(),    c.value("steps", -1),
+                             c.value("block_length", -1),      c.value("refresh", -1)};
+      if (cs.samples < 0 || cs.gen_length < 1 || cs.steps < -1 || cs.block_length < -1 ||
+          cs.refresh < -1)
+        throw std::runtime_error("calibrated_with holds a negative count or a gen_length < 1");
+      t.calibrated_with_ = std::move(cs);
+    }
     using Doubles = std::vector<double>;
     for (const auto& b : j.value("bins", nlohmann::json::array())) {
       CalibrationBin bin{b.at("ratio_pct").get<int>(), b.at("samples").get<int>(),
@@ -171,6 +199,26 @@ DepthTable DepthTable::Load(const std::string& path) {
     throw Error(ErrorKind::kFormat, "depth table '" + path + "' is malformed: " + e.what());
   }
   return t;
+}
+
+std::string CalibrationMismatch(const DepthTable& table, const diffusion::SamplerConfig& sampler,
+                                int refresh) {
+  const auto& c = table.calibrated_with();
+  if (!c || c->block_length < 0) return "";
+  std::string measured, here;
+  auto differ = [&](const char* name, int was, int now) {
+    if (was == now) return;
+    measured += std::string(measured.empty() ? "" : ", ") + name + " " + std::to_string(was);
+    here += std::string(here.empty() ? "" : ", ") + name + " " + std::to_string(now);
+  };
+  differ("gen", c->gen_length, sampler.gen_length);
+  differ("steps", c->steps, sampler.steps);
+  differ("block", c->block_length, sampler.block_length);
+  differ("refresh", c->refresh, refresh);
+  if (measured.empty()) return "";
+  return "the depth table's answers were measured with " + measured + " (here: " + here +
+         "): its depths may not keep the answers here; `bicache calibrate --criterion answers` "
+         "with these settings measures a table for them";
 }
 
 int LayersHeldFor(const CacheMode& mode, const DepthTable& table, int n_layer) {

@@ -18,10 +18,12 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "diffusion/sampler_config.h"
 #include "engine/cache_mode.h"
 
 namespace bicache::engine {
@@ -45,6 +47,21 @@ enum class DepthCriterion { kKvSimilarity, kAnswers };
 const char* DepthCriterionName(DepthCriterion c);  // "kv_similarity" / "answers"
 // Throws Error(kInvalidArgument) naming the value and the valid names.
 DepthCriterion ParseDepthCriterion(std::string_view text);
+
+// What a table was measured with (`calibrate` records it; files written before have none). An
+// answers table holds for the generation it was measured with: depths safe with one block of 32
+// changed 7-11% of the answers with blocks of 8 (docs/bicache.md, "Choosing the depth").
+struct CalibrationSettings {
+  std::string suite;      // the samples' file, as given to calibrate
+  int samples = 0;        // samples measured
+  int gen_length = 0;     // mask canvas appended to each sample
+  int steps = -1;         // answers only (-1 = not a generation setting of this table):
+  int block_length = -1;  //   denoising steps, block length and the fixed:D modes' refresh
+  int refresh = -1;       //   interval the answers were generated with
+};
+nlohmann::json CalibrationSettingsJson(const CalibrationSettings& s);
+// "240 samples of tests/data/suite/calibration.jsonl, gen 32, steps 32, block 32, refresh 8"
+std::string DescribeCalibration(const CalibrationSettings& s);
 
 struct DepthPoint {
   int ratio_pct = 0;
@@ -82,6 +99,9 @@ class DepthTable {
   const std::vector<DepthPoint>& points() const { return points_; }
   const std::vector<CalibrationBin>& bins() const { return bins_; }
   bool empty() const { return points_.empty(); }
+  // How the bins were measured; nullopt for a table file that does not say.
+  const std::optional<CalibrationSettings>& calibrated_with() const { return calibrated_with_; }
+  void set_calibrated_with(CalibrationSettings s) { calibrated_with_ = std::move(s); }
 
  private:
   std::vector<DepthPoint> points_;  // ratio ascending, depth strictly increasing, depth >= 1
@@ -89,11 +109,18 @@ class DepthTable {
   double threshold_ = 0.97;
   int n_layer_ = 0;
   DepthCriterion criterion_ = DepthCriterion::kKvSimilarity;
+  std::optional<CalibrationSettings> calibrated_with_;
 
   // The envelope of per-bin depths (bins sorted by ratio, depth[i] for bins[i]) as points.
   static DepthTable FromBinDepths(std::vector<CalibrationBin> bins, std::vector<int> depth,
                                   double threshold, int n_layer, DepthCriterion criterion);
 };
+
+// Empty when `table` does not say how its answers were generated, or says the same as `sampler` and
+// `refresh`; else one sentence naming what differs (gen length, steps, block length, refresh), for
+// a warning: an answers table's depths need not hold for another generation.
+std::string CalibrationMismatch(const DepthTable& table, const diffusion::SamplerConfig& sampler,
+                                int refresh);
 
 // The depth choice, model-free (the engine passes its model's n_layer).
 // How many layers a prefix entry must hold to serve `mode`: none 0, llm every layer, fixed:B B,

@@ -173,11 +173,14 @@ json ModeTableJson(const BenchMode& m) {
   json points = json::array();
   for (const auto& p : t.points())
     points.push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
-  return {{"path", m.depth_table_path},
-          {"criterion", engine::DepthCriterionName(t.criterion())},
-          {"threshold", t.threshold()},
-          {"max_depth", t.max_depth()},
-          {"points", points}};
+  json j = {{"path", m.depth_table_path},
+            {"criterion", engine::DepthCriterionName(t.criterion())},
+            {"threshold", t.threshold()},
+            {"max_depth", t.max_depth()},
+            {"points", points}};
+  if (t.calibrated_with())
+    j["calibrated_with"] = engine::CalibrationSettingsJson(*t.calibrated_with());
+  return j;
 }
 
 // Per mode: the summary over every request, the store's counters and, with --ratio-band sweep,
@@ -353,6 +356,8 @@ json DepthTableJson(const BenchReport& report) {
   for (const auto& p : table.points())
     jt["points"].push_back({{"ratio_pct", p.ratio_pct}, {"depth", p.depth}});
   for (const auto& b : table.bins()) jt["bins"].push_back(engine::CalibrationBinJson(b));
+  if (table.calibrated_with())
+    jt["calibrated_with"] = engine::CalibrationSettingsJson(*table.calibrated_with());
   return jt;
 }
 
@@ -537,6 +542,16 @@ void PrintTargets(const json& targets) {
   }
 }
 
+// What a table was measured on, and a note when its answers were generated otherwise than here.
+void PrintCalibration(const engine::DepthTable& table, const engine::RequestOptions& base) {
+  if (table.empty() || !table.calibrated_with()) return;
+  std::printf("    calibrated on %s\n",
+              engine::DescribeCalibration(*table.calibrated_with()).c_str());
+  const std::string mismatch =
+      engine::CalibrationMismatch(table, base.sampler, base.refresh_interval);
+  if (!mismatch.empty()) std::printf("    note: %s\n", mismatch.c_str());
+}
+
 }  // namespace
 
 json BenchJson(const BenchReport& report) {
@@ -576,10 +591,12 @@ void PrintBenchText(const BenchReport& report, const json& doc) {
   std::printf("depth table: %s (max depth %d of %d layers, threshold %.3g)\n",
               table.empty() ? "none" : report.depth_table_path.c_str(), table.max_depth(),
               report.n_layer, table.threshold());
+  PrintCalibration(table, report.options.base);
   for (const auto& m : report.modes) {
     if (m.depth_table_path.empty()) continue;
     std::printf("  %s: %s (max depth %d)\n", m.name.c_str(), m.depth_table_path.c_str(),
                 m.depth_table.max_depth());
+    PrintCalibration(m.depth_table, report.options.base);
   }
 }
 

@@ -110,6 +110,15 @@ CalibrateReport RunCalibrate(const engine::LoadedModel& lm, const std::vector<Su
   out.options = std::move(options);
   out = answers ? RunAnswers(lm, suite, selected, std::move(out))
                 : RunKv(lm, selected, std::move(out));
+  const CalibrateOptions& o = out.options;
+  engine::CalibrationSettings cs{o.suite_name, static_cast<int>(out.samples),
+                                 o.base.sampler.gen_length};
+  if (answers) {
+    cs.steps = o.base.sampler.steps;
+    cs.block_length = o.base.sampler.block_length;
+    cs.refresh = o.base.refresh_interval;
+  }
+  out.table.set_calibrated_with(std::move(cs));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -23,6 +23,7 @@ struct CalibrateOptions {
   int min_bin_samples = 20;     // answers: smaller bins are dropped
   int batch = 8;                // answers: requests stepping together
   engine::RequestOptions base;  // sampler settings; kv uses gen_length (the canvas) only
+  std::string suite_name;       // recorded in the table (DepthTable::calibrated_with)
   // Called after each measured sample: (phase, done, total); phase is "kv" or "depth D".
   std::function<void(const std::string&, size_t, size_t)> progress;
 };

@@ -94,6 +94,11 @@ std::string ResolveSuitePath(const std::string& name_or_path) {
   return name_or_path;
 }
 
+std::string SuiteDisplayName(const std::string& path) {
+  const std::string root = std::string(BICACHE_SOURCE_DIR) + "/";
+  return path.rfind(root, 0) == 0 ? path.substr(root.size()) : path;
+}
+
 engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample) {
   return model.ChatPrompt({{"system", sample.prefix}, {"user", sample.prompt}});
 }

@@ -25,6 +25,9 @@ std::string CalibrationSuitePath();
 // What a `--suite` value names: "heldout", "heldout-large" and "calibration" the committed splits
 // (their paths); any other text is a path, returned as is.
 std::string ResolveSuitePath(const std::string& name_or_path);
+// A suite path as a record shows it: relative to the source tree when inside it (the committed
+// splits: "tests/data/suite/calibration.jsonl"), else as given.
+std::string SuiteDisplayName(const std::string& path);
 // The chat prompt of a sample: system = its prefix, user = its prompt; the prefix boundary is
 // everything before the user turn.
 engine::Prompt SamplePrompt(const engine::LoadedModel& model, const SuiteSample& sample);

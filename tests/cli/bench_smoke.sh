@@ -172,13 +172,16 @@ grep -q "^target: bicache vs none all: accuracy" "$TMP/merged.txt" || { echo "no
 # the text (one trade-off line per mode and band) and the SVG's trade-off panel.
 python3 - "$TMP" <<'PY'
 import json, sys
-def table(path, criterion, threshold, points, bins):
+def table(path, criterion, threshold, points, bins, **extra):
     json.dump({"format": "bicache-depth-table/1", "criterion": criterion,
                "ratio_definition": "prefix tokens / (prefix + rest of prompt + mask canvas) tokens",
-               "threshold": threshold, "n_layer": 2, "points": points, "bins": bins},
+               "threshold": threshold, "n_layer": 2, "points": points, "bins": bins, **extra},
               open(path, "w"))
+# Measured with one block of 8 and refresh 0; the bench below runs gen 8 in one block, refresh 8.
 table(sys.argv[1] + "/answers.json", "answers", 0.98, [{"ratio_pct": 0, "depth": 2}],
-      [{"ratio_pct": 0, "samples": 4, "agreement": [1, 1, 0.99], "accuracy": [0.5, 0.5, 0.5]}])
+      [{"ratio_pct": 0, "samples": 4, "agreement": [1, 1, 0.99], "accuracy": [0.5, 0.5, 0.5]}],
+      calibrated_with={"suite": "cal.jsonl", "samples": 4, "gen_length": 8, "steps": 8,
+                       "block_length": 8, "refresh": 0})
 table(sys.argv[1] + "/kv.json", "kv_similarity", 0.998, [{"ratio_pct": 0, "depth": 1}],
       [{"ratio_pct": 0, "samples": 3, "similarity": [0.999, 0.99]}])
 PY
@@ -198,6 +201,7 @@ for name, path, crit, thr, depth in [("bicache[answers 0.98]", "answers.json", "
     t = m["depth_table"]
     assert t["path"] == d + "/" + path and t["criterion"] == crit and t["threshold"] == thr, t
     assert t["max_depth"] == depth and m["mean_depth"] == depth, (t, m["mean_depth"])
+    assert ("calibrated_with" in t) == (crit == "answers"), t
     assert m["vs_none"]["n"] == 4 and m["hit_rate"] == 0.5, m
     for band in ("short", "long"):
         assert m["by_band"][band]["vs_none"]["n"] == 2, (name, band)
@@ -212,6 +216,10 @@ assert svg.count("class='errbar'") == 3 * 3, svg.count("class='errbar'")
 print("bench depth tables ok")
 PY
 grep -q "^trade-off vs none" "$TMP/tables.txt" || { echo "no trade-off section"; exit 1; }
+grep -q "^    calibrated on 4 samples of cal.jsonl, gen 8, steps 8, block 8, refresh 0$" "$TMP/tables.txt" \
+  || { echo "the answers table's calibration is not printed"; exit 1; }
+grep -q "^    note: the depth table's answers were measured with refresh 0 (here: refresh 8)" "$TMP/tables.txt" \
+  || { echo "no note on the refresh interval the table was measured with"; exit 1; }
 for scope in all short long; do
   grep -Eq "^  bicache\[kv 0\.998\] +$scope +[0-9.]+x +[-+][0-9.]+ \[" "$TMP/tables.txt" ||
     { echo "no trade-off line for the kv table, $scope"; exit 1; }

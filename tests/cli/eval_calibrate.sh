@@ -114,6 +114,11 @@ python3 - "$TMP/A.json" <<'PY' || fail=1
 import json, sys
 t = json.load(open(sys.argv[1]))
 assert t["criterion"] == "answers" and t["threshold"] == 0.3 and t["bins"], t
+# What the answers were generated with, the committed split named inside the source tree.
+c = t["calibrated_with"]
+assert c["gen_length"] == 8 and c["steps"] == 8 and c["block_length"] == 8 and c["refresh"] == 8, c
+assert c["samples"] == sum(b["samples"] for b in t["bins"]) and not c["suite"].startswith("/"), c
+print("ok   the answers table records what it was measured with: %s" % c)
 env = []
 for b in t["bins"]:
     assert len(b["agreement"]) == len(b["accuracy"]) and b["agreement"][0] == 1.0, b
@@ -132,6 +137,17 @@ for i, (r, _) in enumerate(env):
 assert t["points"] == want and want, (t["points"], want)  # this input reaches depth > 0 somewhere
 print("ok   answers table: %d bins, points %s follow the recorded agreement" % (len(env), t["points"]))
 PY
+# Served with another generation than it was measured with (block 4 of 8, not one block), the
+# answers table earns a warning naming both; with the same settings, none.
+cp "$TMP/model.gguf" "$TMP/m2.gguf" && cp "$TMP/A.json" "$TMP/m2.gguf.depth.json"
+"$BIN" generate -t 1 -m "$TMP/m2.gguf" --system "$sys_prompt" --chat "Hi?" --cache bicache --gen-length 8 \
+  --block-length 4 >/dev/null 2>"$TMP/warn.txt"
+grep -q "warning: the depth table's answers were measured with block 8 (here: block 4)" "$TMP/warn.txt" \
+  && echo "ok   generate warns of a table measured at another block length" || { echo "FAIL no block-length warning"; cat "$TMP/warn.txt"; fail=1; }
+"$BIN" generate -t 1 -m "$TMP/m2.gguf" --system "$sys_prompt" --chat "Hi?" --cache bicache --gen-length 8 \
+  >/dev/null 2>"$TMP/warn.txt"
+grep -q "measured with" "$TMP/warn.txt" && { echo "FAIL warning with the table's own settings"; cat "$TMP/warn.txt"; fail=1; } \
+  || echo "ok   no warning with the settings the table was measured with"
 rc=0
 "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answer --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
 if [[ $rc -eq 2 ]] && grep -q -- "--criterion: unknown depth criterion 'answer'" "$TMP/err"; then echo "ok   unknown --criterion refused"; else echo "FAIL unknown criterion: exit $rc"; cat "$TMP/err"; fail=1; fi
