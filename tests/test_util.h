@@ -17,9 +17,8 @@
 
 namespace bicache::testing {
 
-inline std::string DataPath(const std::string& rel) {
-  return std::string(BICACHE_TEST_DATA) + "/" + rel;
-}
+// tests/data/REL in the source tree (test_paths.cpp: the one test file that knows the path).
+std::string DataPath(const std::string& rel);
 
 inline std::vector<float> ReadF32File(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
