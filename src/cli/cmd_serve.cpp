@@ -24,34 +24,58 @@
 namespace bicache::cli {
 namespace {
 
-// The key from --api-key, --api-key-file or BICACHE_API_KEY (at most one of them); "" = none.
+// Where the API key may come from; each `given` also when its value is empty.
+struct KeySources {
+  bool flag_given = false;  // --api-key
+  std::string flag;
+  bool file_given = false;  // --api-key-file
+  std::string file;
+};
+
+bool IsBlank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+// A source that is given but empty (`--api-key ''`, `BICACHE_API_KEY=`, `BICACHE_API_KEY="$KEY"`
+// with KEY unset, a file whose first line is blank) is an error, never an open server.
+[[noreturn]] void ThrowEmptyKey(const std::string& source,
+                                const char* wanted = "a non-empty API key") {
+  throw Error(ErrorKind::kInvalidArgument, source + " is empty: give " + wanted + ", or leave " +
+                                               source + " out to serve without authentication");
+}
+
+// The key from --api-key, --api-key-file or BICACHE_API_KEY (at most one of them); "" = none given.
 // A key on the command line is visible to every local user in `ps`: warned about.
-std::string ResolveApiKey(const std::string& flag, const std::string& file) {
+std::string ResolveApiKey(const KeySources& k) {
   const char* env = std::getenv("BICACHE_API_KEY");
-  const int given = !flag.empty() + !file.empty() + (env != nullptr && *env != '\0');
+  const int given = k.flag_given + k.file_given + (env != nullptr);
   if (given > 1) {
     throw Error(ErrorKind::kInvalidArgument,
                 "give the API key one way only: --api-key, --api-key-file or BICACHE_API_KEY");
   }
-  if (!flag.empty()) {
+  if (k.flag_given) {
+    if (IsBlank(k.flag)) ThrowEmptyKey("--api-key");
     std::fprintf(stderr,
                  "bicache: warning: --api-key is visible to every local user (ps, /proc); use "
                  "BICACHE_API_KEY "
                  "or --api-key-file\n");
-    return flag;
+    return k.flag;
   }
-  if (!file.empty()) {
-    std::ifstream f(file);
-    if (!f) throw Error(ErrorKind::kIo, "cannot read --api-key-file '" + file + "'");
+  if (k.file_given) {
+    if (k.file.empty())
+      ThrowEmptyKey("--api-key-file", "the path of a file whose first line is the key");
+    std::ifstream f(k.file);
+    if (!f) throw Error(ErrorKind::kIo, "cannot read --api-key-file '" + k.file + "'");
     std::string key;
     std::getline(f, key);
     while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t'))
       key.pop_back();
-    if (key.empty())
+    if (IsBlank(key))
       throw Error(ErrorKind::kInvalidArgument,
-                  "--api-key-file '" + file + "': the first line is empty");
+                  "--api-key-file '" + k.file + "': the first line is empty");
     return key;
   }
+  if (env != nullptr && IsBlank(env)) ThrowEmptyKey("BICACHE_API_KEY");
   return env != nullptr ? std::string(env) : std::string();
 }
 
@@ -85,19 +109,28 @@ Runner AddServe(CLI::App& app) {
     std::string cache = "bicache";
     int threads = 0;
     double grace_s = 30;
-    std::string api_key_file;
+    KeySources key;
   };
   auto o = std::make_shared<Opts>();
   AddModelFlag(cmd, &o->s.model_path);
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--host", o->s.host, "address to listen on (default 127.0.0.1: local only)");
   cmd->add_option("--port", o->s.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
-  cmd->add_option(
-      "--api-key", o->s.api_key,
+  cmd->add_option_function<std::string>(
+      "--api-key",
+      [o](const std::string& v) {
+        o->key.flag_given = true;
+        o->key.flag = v;
+      },
       "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
       "or --api-key-file)");
-  cmd->add_option("--api-key-file", o->api_key_file,
-                  "read the API key from this file (first line)");
+  cmd->add_option_function<std::string>(
+      "--api-key-file",
+      [o](const std::string& v) {
+        o->key.file_given = true;
+        o->key.file = v;
+      },
+      "read the API key from this file (first line)");
   cmd->add_flag(
       "--no-mmap", [o](int64_t) { o->s.open.mmap = false; },
       "read the model into memory instead of memory-mapping it (a file rewritten in place can then "
@@ -139,7 +172,7 @@ Runner AddServe(CLI::App& app) {
                   "seconds in-flight requests get to finish on SIGTERM")
       ->check(NonNegative());
   return [=]() {
-    o->s.api_key = ResolveApiKey(o->s.api_key, o->api_key_file);
+    o->s.api_key = ResolveApiKey(o->key);
     ApplyThreads(o->threads);
     o->s.threads =
         o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)

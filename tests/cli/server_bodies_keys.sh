@@ -69,6 +69,25 @@ rc=0
 timeout 60 "$BIN" serve -m "$M" --port 0 --api-key-file "$TMP/none" >"$TMP/body" 2>&1 || rc=$?
 check "missing key file: exit 2" [ "$rc" = 2 ]
 check "missing key file: named" grep -q "cannot read --api-key-file" "$TMP/body"
+# An empty key from any source is refused at start (exit 2, one sentence naming the source): it
+# used to turn authentication off silently.
+empty_key() {  # empty_key LABEL WHAT-THE-MESSAGE-NAMES ENV-ASSIGNMENTS... -- SERVE-ARGS...
+  local label=$1 named=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  rc=0
+  env "${envs[@]}" timeout 60 "$BIN" serve -m "$M" --port 0 "$@" >"$TMP/body" 2>&1 || rc=$?
+  check "empty key ($label): exit 2" [ "$rc" = 2 ]
+  check "empty key ($label): names $named" grep -q -- "$named.*empty" "$TMP/body"
+}
+empty_key "--api-key ''" "--api-key" -- --api-key ''
+empty_key "--api-key blank" "--api-key" -- --api-key '  '
+empty_key "BICACHE_API_KEY=" "BICACHE_API_KEY" BICACHE_API_KEY= --
+empty_key "BICACHE_API_KEY blank" "BICACHE_API_KEY" "BICACHE_API_KEY= " --
+empty_key "--api-key-file ''" "--api-key-file" -- --api-key-file ''
+printf '\n' >"$TMP/blank-key"
+empty_key "blank key file" "--api-key-file" -- --api-key-file "$TMP/blank-key"
 
 # --no-mmap: the weights are read once, so truncating the file afterwards cannot reach the server.
 cp "$M" "$TMP/model.gguf"
