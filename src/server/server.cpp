@@ -177,9 +177,20 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   draining_.store(true);
   if (front_) front_->BeginShutdown(grace);
   if (loader_.joinable() && loader_.get_id() != std::this_thread::get_id()) loader_.join();
+  // A request relayed before the signal is in flight even while it waits for an httplib thread, so
+  // it gets its grace too: the scheduler keeps taking submissions until every relayed request has
+  // been answered or has begun its answer (a stream begins after its Submit), or the grace is over.
+  // The front end answers any request arriving from now on with 503 itself.
+  const auto end = std::chrono::steady_clock::now() + grace;
+  while (front_ && front_->awaiting_answers() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   // Finish (or cancel) the requests first: their handlers are then answered and return, the
   // front end relays those answers, and stopping the listener joins the handler threads.
-  if (scheduler_) scheduler_->Stop(grace);
+  if (scheduler_) {
+    scheduler_->Stop(std::max(std::chrono::milliseconds(0),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  end - std::chrono::steady_clock::now())));
+  }
   if (front_) front_->Finish(std::chrono::milliseconds(500));
   if (http_) http_->stop();
 }
@@ -222,9 +233,10 @@ void Server::InstallGate() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    if (!ready() || draining_.load()) {
-      SendError(res, Unavailable(draining_.load() ? "the server is shutting down"
-                                                  : "the model is loading"));
+    // Not while shutting down: what reaches httplib then was relayed before the signal and gets
+    // the grace (the front end answers later requests itself).
+    if (!ready()) {
+      SendError(res, Unavailable("the model is loading"));
       res.set_header("Retry-After", "1");
       return httplib::Server::HandlerResponse::Handled;
     }

@@ -4,7 +4,8 @@
 # on a Unix-domain socket in a private directory (mode 0700) that another user cannot connect to
 # (checked as `nobody` when run as root, otherwise SKIP for that part), removed at exit; a request
 # sent on an idle kept-alive connection right after SIGTERM gets 503, not a silent close; POST to a
-# GET route gets 405 with Allow; a POST without a body or Content-Length gets a message saying so.
+# GET route gets 405 with Allow; a POST without a body or Content-Length gets a message saying so;
+# requests running or queued at SIGTERM, streamed or not, complete within the grace.
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -97,5 +98,31 @@ echo "exit $rc after $(((t1 - t0) / 1000000)) ms" >"$TMP/body"
 check "exit 0 after SIGTERM" [ "$rc" = 0 ]
 check "exit within grace + 1 s" [ $(((t1 - t0) / 1000000)) -lt 3000 ]
 check "the private directory is removed at exit" [ ! -e "$dir" ]
+
+# SIGTERM while requests run and wait (one at a time, ~0.4 s each here): every request sent before
+# the signal, streamed or not, gets its grace and completes.
+start_server "$BIN" -m "$M" -t "$SERVE_THREADS" --max-running 1 --shutdown-grace 30
+for i in 1 2 3; do
+  curl -s -o "$TMP/s$i" -w '%{http_code}' "$URL/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"prompt":"hi","max_tokens":128,"stream":true}' >"$TMP/s$i.code" &
+  curl -s -o "$TMP/p$i" -w '%{http_code}' "$URL/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"prompt":"hi","max_tokens":128,"steps":128}' >"$TMP/p$i.code" &
+done
+sleep 0.3
+curl -s "$URL/metrics" >"$TMP/metrics"
+kill -TERM "$PID"
+wait "$PID" && rc=0 || rc=$?
+PID=
+wait
+grep -h '^vllm:num_requests_\(running\|waiting\)' "$TMP/metrics" >"$TMP/body" || true
+echo "at the signal: $(tr '\n' ' ' <"$TMP/body")"
+for i in 1 2 3; do
+  cp "$TMP/s$i" "$TMP/body"
+  check "stream $i sent before SIGTERM: 200" [ "$(cat "$TMP/s$i.code")" = 200 ]
+  check "stream $i sent before SIGTERM: completes" grep -q 'data: \[DONE\]' "$TMP/s$i"
+  cp "$TMP/p$i" "$TMP/body"
+  check "request $i sent before SIGTERM: 200" [ "$(cat "$TMP/p$i.code")" = 200 ]
+done
+check "exit 0 after the grace" [ "$rc" = 0 ]
 
 exit $fail

@@ -49,6 +49,7 @@ struct Connection {
   // Upstream -> front -> client.
   std::string resp_head;  // the response head until it is complete
   bool resp_started = false;
+  bool awaiting_answer = false;  // relayed, no response head yet (FrontEnd::awaiting_answers)
   ResponseHead resp;
   uint64_t resp_left = 0;  // kLength: body bytes still to come
   ChunkedScanner resp_chunks;

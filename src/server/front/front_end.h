@@ -66,6 +66,9 @@ class FrontEnd {
   // Every connection closes within `flush` (responses in flight get that long to go out, and a
   // request arriving on an idle connection meanwhile still gets its 503); then Run() returns.
   void Finish(std::chrono::milliseconds flush);
+  // Requests relayed to the upstream whose response has not begun (their handlers may not even
+  // have started). Safe from any thread.
+  int awaiting_answers() const { return awaiting_.load(std::memory_order_relaxed); }
   // Safe from any thread.
   ConnectionStats stats() const {
     return {static_cast<uint64_t>(open_.load(std::memory_order_relaxed)),
@@ -102,6 +105,7 @@ class FrontEnd {
   void FlushClient(Connection& c);
   void UpdateClientEvents(Connection& c);
   void CloseUpstream(Connection& c);
+  void SetAwaiting(Connection& c, bool awaiting);
 
   FrontOptions options_;
   int epoll_ = -1, listen_ = -1, wake_ = -1, reserve_fd_ = -1;
@@ -112,7 +116,8 @@ class FrontEnd {
   std::vector<uint64_t> closed_;  // closed in this iteration, erased after it
   std::set<Deadline> deadlines_;
   std::atomic<bool> draining_{false}, finishing_{false};
-  std::atomic<int> open_{0};  // admitted_, readable from other threads
+  std::atomic<int> open_{0};      // admitted_, readable from other threads
+  std::atomic<int> awaiting_{0};  // connections with awaiting_answer set
   std::atomic<uint64_t> refused_{0}, timed_out_{0};
   std::atomic<int64_t> grace_ns_{0}, flush_ns_{0};
   bool drain_applied_ = false, finish_applied_ = false;

@@ -141,6 +141,7 @@ void FrontEnd::StartUpstream(Connection& c, size_t request_bytes) {
   c.resp_started = false;
   c.resp_chunks = ChunkedScanner();
   c.phase = Phase::kUpstream;
+  SetAwaiting(c, true);
   c.phase_start = Clock::now();
   Watch(c.upstream, c.id << 2 | kUpstreamTag, EPOLLOUT, &c.up_events);
   UpdateClientEvents(c);
@@ -211,6 +212,7 @@ void FrontEnd::Relay(Connection& c, std::string_view data) {
     if (!r) return Reject(c, 502, "internal error: the HTTP workers' response did not parse");
     c.resp = std::move(*r);
     c.resp_started = true;
+    SetAwaiting(c, false);
     c.keep_alive = c.req.keep_alive && !drain_applied_ && c.resp.body != BodyKind::kUntilClose;
     c.out += ClientHead(c.resp, c.keep_alive);
     c.resp_left = c.resp.content_length;
@@ -331,7 +333,14 @@ void FrontEnd::UpdateClientEvents(Connection& c) {
   Watch(c.fd, c.id << 2 | kClientTag, events, &c.client_events);
 }
 
+void FrontEnd::SetAwaiting(Connection& c, bool awaiting) {
+  if (c.awaiting_answer == awaiting) return;
+  c.awaiting_answer = awaiting;
+  awaiting_.fetch_add(awaiting ? 1 : -1, std::memory_order_relaxed);
+}
+
 void FrontEnd::CloseUpstream(Connection& c) {
+  SetAwaiting(c, false);
   if (c.upstream < 0) return;
   close(c.upstream);
   c.upstream = -1;
