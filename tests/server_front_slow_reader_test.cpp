@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "server/front/front_end.h"
+#include "server/front/sockets.h"
 
 namespace bicache::server::front {
 namespace {
@@ -32,21 +33,6 @@ constexpr size_t kBigBody = 128u << 20;
 
 char PatternByte(size_t i) {
   return static_cast<char>((i * 7) % 251);
-}
-
-int Listen(int* port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  EXPECT_EQ(listen(fd, 64), 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  *port = ntohs(a.sin_port);
-  return fd;
 }
 
 // Connects to 127.0.0.1:port; a small receive buffer (set before connect, so the window stays
@@ -68,11 +54,13 @@ void SendAll(int fd, const std::string& s) {
   ASSERT_EQ(send(fd, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size()));
 }
 
-// Stand-in for cpp-httplib: each connection's request for "/big" gets a kBigBody-byte body written
-// with blocking sends (as a handler writes), anything else a short "ok". Counts what it sent.
+// Stand-in for cpp-httplib, listening where the server's does (a Unix-domain socket in a private
+// directory, server/front/sockets.h): each connection's request for "/big" gets a kBigBody-byte
+// body written with blocking sends (as a handler writes), anything else a short "ok". Counts what
+// it sent.
 class Upstream {
  public:
-  Upstream() : listen_(Listen(&port_)), acceptor_([this] { AcceptLoop(); }) {}
+  Upstream() : listen_(ListenUnix(dir_.socket_path())), acceptor_([this] { AcceptLoop(); }) {}
   ~Upstream() {
     stop_ = true;
     shutdown(listen_, SHUT_RDWR);
@@ -80,7 +68,7 @@ class Upstream {
     acceptor_.join();
     for (auto& t : handlers_) t.join();
   }
-  int port() const { return port_; }
+  const std::string& path() const { return dir_.socket_path(); }
   size_t big_sent() const { return big_sent_; }
   bool big_failed() const { return big_failed_; }
 
@@ -124,7 +112,7 @@ class Upstream {
     close(fd);
   }
 
-  int port_ = 0;
+  PrivateSocketDir dir_;
   int listen_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> big_sent_{0};
@@ -140,7 +128,7 @@ class FrontSlowReader : public ::testing::Test {
     o.idle_timeout = idle_timeout;
     front_ = std::make_unique<FrontEnd>(o);
     port_ = front_->Bind("127.0.0.1", 0);
-    front_->SetUpstream(upstream_.port());
+    front_->SetUpstream(upstream_.path());
     loop_ = std::thread([this] { front_->Run(); });
   }
   void TearDown() override {

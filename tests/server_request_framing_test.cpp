@@ -87,6 +87,26 @@ TEST(ServerRequestFraming, UpstreamHeadDropsHopByHopHeaders) {
             "Authorization: Bearer k\r\nConnection: close\r\n\r\n");
 }
 
+TEST(ServerRequestFraming, UpstreamHeadNamesTheRelayAndDropsAClientsOwn) {
+  const RequestHead h = Parse(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-bicache-relay: forged\r\n"
+      "Content-Length: 2\r\n\r\n");
+  EXPECT_EQ(UpstreamHead(h, "0a1b2"),
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            "X-Bicache-Relay: 0a1b2\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(UpstreamHead(h).find("forged"), std::string::npos);
+}
+
+TEST(ServerRequestFraming, UpstreamHeadGivesABodilessRequestContentLengthZero) {
+  // No Content-Length and no Transfer-Encoding: the body is empty (RFC 9112, 6.3), said so to the
+  // upstream, which would otherwise refuse a POST as unparsable.
+  EXPECT_EQ(UpstreamHead(Parse("POST /health HTTP/1.1\r\nHost: x\r\n\r\n")),
+            "POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  // One sent by the client is not repeated.
+  EXPECT_EQ(UpstreamHead(Parse("POST /a HTTP/1.1\r\nContent-Length: 0\r\n\r\n")),
+            "POST /a HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
 TEST(ServerRequestFraming, ResponseBodyKinds) {
   const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n";
   auto r = ParseResponseHead(ok, false);

@@ -2,9 +2,9 @@
 // where a request's body ends, for the front and for the upstream it relays to. A disagreement
 // between the two is request smuggling, so the properties checked are about agreement:
 //   - FindHeadEnd finds the first blank line, and finds the same one in any longer buffer;
-//   - a parsed request head, re-written by UpstreamHead, parses again to the same method, target,
-//     version and body framing, with "Connection: close"; the re-written head is one head (its end
-//     is its last byte) and holds no control byte but its line ends;
+//   - a parsed request head, re-written by UpstreamHead (with a relay name), parses again to the
+//     same method, target, version and body framing, with "Connection: close"; the re-written head
+//     is one head (its end is its last byte) and holds no control byte but its line ends;
 //   - a refused head says why, with a 4xx/5xx status;
 //   - a response head re-written by ClientHead parses to the same status and framing;
 //   - ChunkedScanner reads the same body end, payload size and verdict whether the bytes come at
@@ -41,7 +41,7 @@ void CheckRequestHead(std::string_view head) {
   const auto& h = std::get<server::front::RequestHead>(parsed);
   BICACHE_FUZZ_CHECK(!h.method.empty() && !h.target.empty(), "empty method or target");
   BICACHE_FUZZ_CHECK(h.body != BodyKind::kUntilClose, "a request body read until close");
-  const std::string up = server::front::UpstreamHead(h);
+  const std::string up = server::front::UpstreamHead(h, "0a1b2");
   BICACHE_FUZZ_CHECK(server::front::FindHeadEnd(up) == up.size(),
                      "the upstream head is not exactly one head");
   BICACHE_FUZZ_CHECK(!HasControlBytes(up), "the upstream head carries a control byte");

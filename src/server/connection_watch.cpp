@@ -1,11 +1,11 @@
 #include "server/connection_watch.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -13,43 +13,22 @@
 namespace bicache::server {
 namespace {
 
-// A socket address as (numeric host, port); false for anything but IPv4/IPv6.
-bool HostPort(const sockaddr_storage& a, std::string* host, int* port) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
-    if (!inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf)) return false;
-    *port = ntohs(in->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
-    if (!inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf)) return false;
-    *port = ntohs(in6->sin6_port);
-  } else {
+// True when `fd` is a Unix-domain socket whose peer is bound to the abstract name `name`.
+bool PeerIs(int fd, const std::string& name) {
+  sockaddr_un peer{};
+  socklen_t len = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  constexpr size_t kPath = offsetof(sockaddr_un, sun_path);
+  if (peer.sun_family != AF_UNIX || len != kPath + 1 + name.size() || peer.sun_path[0] != '\0')
     return false;
-  }
-  *host = buf;
-  return true;
-}
-
-// httplib reports addresses through getnameinfo(NI_NUMERICHOST); inet_ntop writes the same text
-// for plain addresses. Ports are compared as numbers, hosts as text.
-bool Matches(int fd, const httplib::Request& req) {
-  sockaddr_storage local{}, peer{};
-  socklen_t ll = sizeof local, pl = sizeof peer;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0)
-    return false;  // also: not connected
-  std::string lh, ph;
-  int lp = -1, pp = -1;
-  if (!HostPort(local, &lh, &lp) || !HostPort(peer, &ph, &pp)) return false;
-  return lp == req.local_port && pp == req.remote_port && lh == req.local_addr &&
-         ph == req.remote_addr;
+  return std::memcmp(peer.sun_path + 1, name.data(), name.size()) == 0;
 }
 
 }  // namespace
 
 std::optional<ConnectionWatch> ConnectionWatch::Find(const httplib::Request& req) {
-  if (req.remote_port <= 0 || req.local_port <= 0) return std::nullopt;
+  const std::string name = req.get_header_value(front::kRelayHeader);
+  if (name.empty() || name.size() > 16) return std::nullopt;
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return std::nullopt;
   std::optional<ConnectionWatch> found;
@@ -57,7 +36,7 @@ std::optional<ConnectionWatch> ConnectionWatch::Find(const httplib::Request& req
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || fd < 0 || fd == dirfd(dir)) continue;
-    if (Matches(static_cast<int>(fd), req)) {
+    if (PeerIs(static_cast<int>(fd), name)) {
       found = ConnectionWatch(static_cast<int>(fd));
       break;
     }

@@ -2,21 +2,26 @@
 //
 // cpp-httplib 0.11 gives a handler no access to its socket, and a non-streaming reply cannot write
 // anything before the result (its status line would be committed too early: a later failure could
-// no longer be a 5xx). So the handler finds its own connection's descriptor: the one socket of this
-// process whose local and peer addresses are the request's (a TCP 4-tuple names one connection),
-// and polls it without reading for POLLRDHUP / POLLHUP / POLLERR, which the kernel raises when the
-// peer closes or resets. The descriptor stays valid for the whole handler: httplib closes a
-// connection only after its handler returns, on the same thread.
+// no longer be a 5xx). So the handler finds its own connection's descriptor. The front end
+// (server/front/) brings each request over its own Unix-domain connection whose client end is
+// bound to a kernel-chosen abstract name, and names it in the request's X-Bicache-Relay header (a
+// client's own header of that name is dropped): the handler's socket is the one of this process
+// whose peer has that name. It polls it without reading for POLLRDHUP / POLLHUP / POLLERR, which
+// the kernel raises when the front end closes it (its client went away). The descriptor stays valid
+// for the whole handler: httplib closes a connection only after its handler returns, on the same
+// thread.
 //
-// Limits: Linux (/proc/self/fd, POLLRDHUP); a client that half-closes its sending side after the
-// request (shutdown(SHUT_WR)) reads as gone. No common HTTP client does that.
+// Limits: Linux (/proc/self/fd, autobind, POLLRDHUP).
 #pragma once
 
 #include <optional>
 
+#include "server/front/http_head.h"
 #include "server/httplib_wrap.h"
 
 namespace bicache::server {
+
+// The header the front end names a request's relay connection in.
 
 class ConnectionWatch {
  public:

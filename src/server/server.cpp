@@ -1,10 +1,9 @@
 #include "server/server.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <string_view>
 
@@ -68,12 +67,32 @@ bool IsKnownMethod(const std::string& m) {
   return false;
 }
 
+// The route table's methods for a path ("" for no route): a wrong method gets 405 naming them.
+std::string AllowedMethods(const std::string& path) {
+  if (path == "/health" || path == "/metrics" || path == "/v1/models") return "GET, HEAD";
+  if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+  return "";
+}
+
 }  // namespace
+
+// cpp-httplib's server on a listening socket made by Bind(): 0.11 binds only to TCP addresses
+// itself, and with a backlog of 5. svr_sock_, its listening descriptor, is a protected member, and
+// listen_after_bind() runs the accept loop on whatever it holds.
+class WorkerServer : public httplib::Server {
+ public:
+  void Adopt(int fd) { svr_sock_ = fd; }
+  // stop() closes the socket only while the accept loop runs: close it when it never ran.
+  ~WorkerServer() override {
+    const int fd = svr_sock_.exchange(INVALID_SOCKET);
+    if (fd != INVALID_SOCKET) close(fd);
+  }
+};
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       front_(nullptr),
-      http_(std::make_unique<httplib::Server>()),
+      http_(std::make_unique<WorkerServer>()),
       gen_(std::make_shared<GenerationContext>()) {
   if (options_.model_id.empty())
     options_.model_id = std::filesystem::path(options_.model_path).stem().string();
@@ -101,13 +120,6 @@ Server::Server(ServerOptions options)
   const size_t threads = static_cast<size_t>(options_.max_running + options_.max_queue + 4);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
-  // cpp-httplib's default socket options add SO_REUSEPORT, with which a second server on a port in
-  // use binds too and the kernel splits the connections between them. SO_REUSEADDR alone still
-  // allows a restart while old connections sit in TIME_WAIT.
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
   Routes();
 }
 
@@ -118,14 +130,11 @@ Server::~Server() {
 
 int Server::Bind() {
   const int port = front_->Bind(options_.host, options_.port);
-  // httplib takes only complete requests from the front end, over loopback.
-  const int upstream = http_->bind_to_any_port("127.0.0.1");
-  if (upstream < 0) {
-    throw Error(ErrorKind::kIo,
-                std::string("cannot listen on a loopback port for the HTTP workers: ") +
-                    std::strerror(errno));
-  }
-  front_->SetUpstream(upstream);
+  // httplib takes only complete requests from the front end, over a Unix-domain socket that only
+  // this user can reach (docs/hardening.md, "The internal hop").
+  socket_dir_ = std::make_unique<front::PrivateSocketDir>();
+  http_->Adopt(front::ListenUnix(socket_dir_->socket_path()));
+  front_->SetUpstream(socket_dir_->socket_path());
   return port;
 }
 
@@ -168,9 +177,20 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   draining_.store(true);
   if (front_) front_->BeginShutdown(grace);
   if (loader_.joinable() && loader_.get_id() != std::this_thread::get_id()) loader_.join();
+  // A request relayed before the signal is in flight even while it waits for an httplib thread, so
+  // it gets its grace too: the scheduler keeps taking submissions until every relayed request has
+  // been answered or has begun its answer (a stream begins after its Submit), or the grace is over.
+  // The front end answers any request arriving from now on with 503 itself.
+  const auto end = std::chrono::steady_clock::now() + grace;
+  while (front_ && front_->awaiting_answers() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   // Finish (or cancel) the requests first: their handlers are then answered and return, the
   // front end relays those answers, and stopping the listener joins the handler threads.
-  if (scheduler_) scheduler_->Stop(grace);
+  if (scheduler_) {
+    scheduler_->Stop(std::max(std::chrono::milliseconds(0),
+                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  end - std::chrono::steady_clock::now())));
+  }
   if (front_) front_->Finish(std::chrono::milliseconds(500));
   if (http_) http_->stop();
 }
@@ -213,9 +233,10 @@ void Server::InstallGate() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    if (!ready() || draining_.load()) {
-      SendError(res, Unavailable(draining_.load() ? "the server is shutting down"
-                                                  : "the model is loading"));
+    // Not while shutting down: what reaches httplib then was relayed before the signal and gets
+    // the grace (the front end answers later requests itself).
+    if (!ready()) {
+      SendError(res, Unavailable("the model is loading"));
       res.set_header("Retry-After", "1");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -300,6 +321,16 @@ void Server::InstallGeneration() {
         }
         return;
       }
+      if (body.empty()) {
+        ApiError e;
+        e.status = 400;
+        e.type = "invalid_request_error";
+        e.message =
+            "the request has no body: send the JSON object as the body, with a Content-Length "
+            "header (or Transfer-Encoding: chunked)";
+        SendError(res, e);
+        return;
+      }
       // `curl -d '{...}'` sends JSON labelled as a form: accepted. A real form (fields) is not
       // JSON.
       if (StartsWithNoCase(type, "application/x-www-form-urlencoded") && !json::accept(body)) {
@@ -321,7 +352,12 @@ void Server::InstallErrorHandlers() {
     ApiError e;
     e.status = res.status;
     e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    if (res.status == 404) {
+    if (res.status == 404 && !AllowedMethods(req.path).empty()) {
+      e.status = 405;
+      e.message = req.method.substr(0, 40) + " is not allowed on " + req.path +
+                  " (allowed: " + AllowedMethods(req.path) + ")";
+      res.set_header("Allow", AllowedMethods(req.path));
+    } else if (res.status == 404) {
       e.message = "no route for " + req.method + " " + req.path;
     } else if (res.status == 413) {
       e.message = "the request body is too large (this server accepts up to " +

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server (docs/serving.md): an epoll front end (server/front/) owns the
 // public socket and every client connection and hands complete requests to cpp-httplib on a
-// loopback port, in front of one Scheduler.
+// Unix-domain socket in a private directory (mode 0700: no other user can connect, and there is no
+// second TCP listener), in front of one Scheduler.
 //
 // Threads: Serve()'s thread runs the front end's loop; httplib's pool runs handlers (each blocks on
 // its own request's outcome, so the pool is sized max_running + max_queue + a few); the scheduler's
@@ -20,14 +21,12 @@
 #include "format/gguf.h"
 #include "server/api_request.h"
 #include "server/front/front_end.h"
-
-namespace httplib {
-class Server;
-}
+#include "server/front/sockets.h"
 
 namespace bicache::server {
 
 struct GenerationContext;  // server/generation.h
+class WorkerServer;        // server.cpp: cpp-httplib on the internal socket
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -53,8 +52,8 @@ class Server {
   explicit Server(ServerOptions options);
   ~Server();
 
-  // Binds the public socket (the front end's) and httplib's loopback one; returns the public port
-  // (useful with port 0). Throws Error(kIo).
+  // Binds the public socket (the front end's) and httplib's internal one (a private directory,
+  // removed with the Server); returns the public port (useful with port 0). Throws Error(kIo).
   int Bind();
   // Loads the model on a background thread; /health turns 200 when done.
   void StartLoading();
@@ -80,7 +79,8 @@ class Server {
 
   ServerOptions options_;
   std::unique_ptr<front::FrontEnd> front_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<front::PrivateSocketDir> socket_dir_;  // outlives http_ (destroyed after it)
+  std::unique_ptr<WorkerServer> http_;
   std::shared_ptr<GenerationContext> gen_;
   std::unique_ptr<engine::LoadedModel> lm_;
   std::unique_ptr<engine::Engine> engine_;

@@ -22,7 +22,8 @@ enum class Phase { kHead, kBody, kUpstream, kClosing };
 struct Connection {
   uint64_t id = 0;
   int fd = -1;
-  int upstream = -1;             // the loopback connection carrying this request, in kUpstream
+  int upstream = -1;  // the Unix-domain connection carrying this request, in kUpstream
+  std::string relay;  // its abstract name, sent as kRelayHeader (server/connection_watch.h)
   uint64_t upstream_serial = 0;  // counts the upstream connections opened for this connection
   bool admitted = true;          // counts against --max-connections (false: refused at accept)
   bool closed = false;  // descriptors closed; the object goes at the end of the loop iteration
@@ -48,6 +49,7 @@ struct Connection {
   // Upstream -> front -> client.
   std::string resp_head;  // the response head until it is complete
   bool resp_started = false;
+  bool awaiting_answer = false;  // relayed, no response head yet (FrontEnd::awaiting_answers)
   ResponseHead resp;
   uint64_t resp_left = 0;  // kLength: body bytes still to come
   ChunkedScanner resp_chunks;

@@ -198,7 +198,9 @@ void FrontEnd::Rearm(Connection& c) {
       } else {
         d = (c.in.empty() ? c.phase_start : c.head_start) + options_.header_timeout;
       }
-      if (drain_applied_) d = std::min(d, grace_deadline_);
+      // An idle connection stays open until Finish's deadline (a request on it gets 503); a head
+      // under way has the grace.
+      if (drain_applied_ && !c.in.empty()) d = std::min(d, grace_deadline_);
       break;
     case Phase::kBody:
       d = c.phase_start + options_.body_timeout;
@@ -276,18 +278,9 @@ void FrontEnd::ApplyShutdown() {
     finish_deadline_ = now + std::chrono::nanoseconds(flush_ns_.load());
   }
   if (!changed) return;
-  std::vector<uint64_t> ids;
-  for (auto& [id, c] : conns_) ids.push_back(id);
-  for (uint64_t id : ids) {
-    Connection& c = *conns_.at(id);
-    if (c.closed) continue;
-    // Between requests: nothing to wait for.
-    if (c.phase == Phase::kHead && c.in.empty() && c.pending_out() == 0) {
-      Close(c);
-    } else {
-      Rearm(c);
-    }
-  }
+  // Idle connections are not closed here: one that sends a request before Finish's deadline gets
+  // 503 (docs/serving.md), rather than a close the client could not tell from a network failure.
+  for (auto& [id, c] : conns_) Rearm(*c);
 }
 
 void FrontEnd::Close(Connection& c) {

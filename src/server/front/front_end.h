@@ -6,12 +6,13 @@
 // It accepts everything, reads and checks each request head and body itself under total deadlines
 // (--header-timeout, --body-timeout: 408), refuses a Content-Length over the body limit at once
 // (413) and connections over --max-connections at once (503), closes kept-alive connections idle
-// for
-// --idle-timeout, and only hands a complete request to cpp-httplib, which listens on a loopback
-// port: one request per upstream connection ("Connection: close"), so an httplib thread is taken
-// only by a request that is ready to run. The response (an SSE stream too) is relayed back without
-// blocking the loop; a client that goes away closes its upstream connection, which the handler's
-// ConnectionWatch notices and cancels the request.
+// for --idle-timeout, and only hands a complete request to cpp-httplib, which listens on a
+// Unix-domain socket in a directory only this user can enter (server/front/sockets.h; no second
+// TCP listener): one request per upstream connection ("Connection: close"), so an httplib thread is
+// taken only by a request that is ready to run. The response (an SSE stream too) is relayed back
+// without blocking the loop; a client that goes away closes its upstream connection, which the
+// handler's ConnectionWatch notices and cancels the request. While shutting down, a request that
+// arrives on an open connection is answered 503 by the front end itself.
 //
 // Threads: Run() is the loop; BeginShutdown() and Finish() may be called from any thread.
 #pragma once
@@ -54,16 +55,20 @@ class FrontEnd {
 
   // Binds the public socket (port 0: any); returns the port. Throws Error(kIo).
   int Bind(const std::string& host, int port);
-  // Where complete requests go: cpp-httplib on 127.0.0.1:port.
-  void SetUpstream(int port) { upstream_port_ = port; }
+  // Where complete requests go: cpp-httplib on the Unix-domain socket at `path`.
+  void SetUpstream(std::string path) { upstream_path_ = std::move(path); }
   // Serves until Finish() has closed every connection.
   void Run();
-  // Stops accepting; idle connections close now, unfinished requests at now + grace; requests
-  // with the upstream go on.
+  // Stops accepting; a request that arrives on an open connection from now on gets 503 (and the
+  // connection closes); unfinished requests (a head or body still coming) close at now + grace;
+  // requests with the upstream go on; idle kept-alive connections stay open until Finish's end.
   void BeginShutdown(std::chrono::milliseconds grace);
-  // Every connection closes within `flush` (responses in flight get that long to go out); then
-  // Run() returns.
+  // Every connection closes within `flush` (responses in flight get that long to go out, and a
+  // request arriving on an idle connection meanwhile still gets its 503); then Run() returns.
   void Finish(std::chrono::milliseconds flush);
+  // Requests relayed to the upstream whose response has not begun (their handlers may not even
+  // have started). Safe from any thread.
+  int awaiting_answers() const { return awaiting_.load(std::memory_order_relaxed); }
   // Safe from any thread.
   ConnectionStats stats() const {
     return {static_cast<uint64_t>(open_.load(std::memory_order_relaxed)),
@@ -100,17 +105,19 @@ class FrontEnd {
   void FlushClient(Connection& c);
   void UpdateClientEvents(Connection& c);
   void CloseUpstream(Connection& c);
+  void SetAwaiting(Connection& c, bool awaiting);
 
   FrontOptions options_;
   int epoll_ = -1, listen_ = -1, wake_ = -1, reserve_fd_ = -1;
-  int upstream_port_ = 0;
+  std::string upstream_path_;
   uint64_t next_id_ = 1;
   int admitted_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
   std::vector<uint64_t> closed_;  // closed in this iteration, erased after it
   std::set<Deadline> deadlines_;
   std::atomic<bool> draining_{false}, finishing_{false};
-  std::atomic<int> open_{0};  // admitted_, readable from other threads
+  std::atomic<int> open_{0};      // admitted_, readable from other threads
+  std::atomic<int> awaiting_{0};  // connections with awaiting_answer set
   std::atomic<uint64_t> refused_{0}, timed_out_{0};
   std::atomic<int64_t> grace_ns_{0}, flush_ns_{0};
   bool drain_applied_ = false, finish_applied_ = false;

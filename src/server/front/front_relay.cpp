@@ -77,6 +77,8 @@ void FrontEnd::Advance(Connection& c) {
     }
     auto parsed = ParseRequestHead(std::string_view(c.in).substr(0, end));
     if (const auto* e = std::get_if<HeadError>(&parsed)) return Reject(c, e->status, e->message);
+    // Shutting down: every request that arrives gets 503 (docs/serving.md), before its body.
+    if (drain_applied_) return Reject(c, 503, "the server is shutting down");
     c.req = std::move(std::get<RequestHead>(parsed));
     c.head_len = end;
     c.body_scanned = 0;
@@ -119,7 +121,18 @@ void FrontEnd::CheckBody(Connection& c) {
 }
 
 void FrontEnd::StartUpstream(Connection& c, size_t request_bytes) {
-  c.up_out = UpstreamHead(c.req);
+  if (drain_applied_) return Reject(c, 503, "the server is shutting down");
+  c.relay.clear();
+  c.upstream = upstream_path_.empty() ? -1 : ConnectUnix(upstream_path_, &c.relay);
+  const int connect_error = errno;
+  ++c.upstream_serial;
+  if (c.upstream < 0) {
+    if (connect_error == EAGAIN) {  // the workers' backlog (SOMAXCONN) is full
+      return Reject(c, 503, "the server is busy: retry shortly", "server_busy");
+    }
+    return Reject(c, 503, "the server cannot take requests now (its HTTP workers are not running)");
+  }
+  c.up_out = UpstreamHead(c.req, c.relay);
   c.up_out.append(c.in, c.head_len, request_bytes - c.head_len);
   c.in.erase(0, request_bytes);  // what is left is the start of a pipelined next request
   c.up_off = 0;
@@ -127,12 +140,8 @@ void FrontEnd::StartUpstream(Connection& c, size_t request_bytes) {
   c.resp_head.clear();
   c.resp_started = false;
   c.resp_chunks = ChunkedScanner();
-  c.upstream = upstream_port_ > 0 ? ConnectLoopback(upstream_port_) : -1;
-  ++c.upstream_serial;
-  if (c.upstream < 0) {
-    return Reject(c, 503, "the server cannot take requests now (its HTTP workers are not running)");
-  }
   c.phase = Phase::kUpstream;
+  SetAwaiting(c, true);
   c.phase_start = Clock::now();
   Watch(c.upstream, c.id << 2 | kUpstreamTag, EPOLLOUT, &c.up_events);
   UpdateClientEvents(c);
@@ -203,6 +212,7 @@ void FrontEnd::Relay(Connection& c, std::string_view data) {
     if (!r) return Reject(c, 502, "internal error: the HTTP workers' response did not parse");
     c.resp = std::move(*r);
     c.resp_started = true;
+    SetAwaiting(c, false);
     c.keep_alive = c.req.keep_alive && !drain_applied_ && c.resp.body != BodyKind::kUntilClose;
     c.out += ClientHead(c.resp, c.keep_alive);
     c.resp_left = c.resp.content_length;
@@ -323,7 +333,14 @@ void FrontEnd::UpdateClientEvents(Connection& c) {
   Watch(c.fd, c.id << 2 | kClientTag, events, &c.client_events);
 }
 
+void FrontEnd::SetAwaiting(Connection& c, bool awaiting) {
+  if (c.awaiting_answer == awaiting) return;
+  c.awaiting_answer = awaiting;
+  awaiting_.fetch_add(awaiting ? 1 : -1, std::memory_order_relaxed);
+}
+
 void FrontEnd::CloseUpstream(Connection& c) {
+  SetAwaiting(c, false);
   if (c.upstream < 0) return;
   close(c.upstream);
   c.upstream = -1;

@@ -165,13 +165,21 @@ std::variant<RequestHead, HeadError> ParseRequestHead(std::string_view head) {
   return h;
 }
 
-std::string UpstreamHead(const RequestHead& h) {
+std::string UpstreamHead(const RequestHead& h, const std::string& relay) {
   std::string out = h.method + " " + h.target + " " + h.version + "\r\n";
   for (const Header& x : h.headers) {
     if (EqualsNoCase(x.name, "Connection") || EqualsNoCase(x.name, "Keep-Alive") ||
-        EqualsNoCase(x.name, "Proxy-Connection") || EqualsNoCase(x.name, "Expect"))
+        EqualsNoCase(x.name, "Proxy-Connection") || EqualsNoCase(x.name, "Expect") ||
+        EqualsNoCase(x.name, kRelayHeader))
       continue;
     out += x.name + ": " + x.value + "\r\n";
+  }
+  if (!relay.empty()) out += std::string(kRelayHeader) + ": " + relay + "\r\n";
+  if (h.body == BodyKind::kNone) {
+    bool has_length = false;
+    for (const Header& x : h.headers)
+      has_length = has_length || EqualsNoCase(x.name, "Content-Length");
+    if (!has_length) out += "Content-Length: 0\r\n";
   }
   out += "Connection: close\r\n\r\n";
   return out;

@@ -51,10 +51,16 @@ struct HeadError {
 // upstream can be made to read different bodies).
 std::variant<RequestHead, HeadError> ParseRequestHead(std::string_view head);
 
+// The header naming the front end's end of the connection that carries a request to the upstream
+// (server/connection_watch.h). A client's own header of this name never reaches the upstream.
+inline constexpr const char* kRelayHeader = "X-Bicache-Relay";
+
 // The head as the upstream gets it: the same request line and headers minus the hop-by-hop ones
-// (Connection, Keep-Alive, Proxy-Connection, Expect: the front answered 100-continue itself), plus
-// "Connection: close" (one request per upstream connection).
-std::string UpstreamHead(const RequestHead& h);
+// (Connection, Keep-Alive, Proxy-Connection, Expect: the front answered 100-continue itself) and
+// any kRelayHeader, plus "kRelayHeader: relay" (when not empty), "Content-Length: 0" for a request
+// without a body (RFC 9112, 6.3: none was sent; cpp-httplib would otherwise refuse a POST as
+// unparsable) and "Connection: close" (one request per upstream connection).
+std::string UpstreamHead(const RequestHead& h, const std::string& relay = "");
 
 struct ResponseHead {
   int status = 0;

@@ -7,9 +7,13 @@
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "server/api_request.h"
@@ -54,17 +58,73 @@ int Listen(const std::string& host, int port, int* bound_port) {
   return fd;
 }
 
-int ConnectLoopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int yes = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 && errno != EINPROGRESS) {
+PrivateSocketDir::PrivateSocketDir() {
+  // sun_path holds 107 bytes: a long TMPDIR falls back to /tmp.
+  std::string base;
+  if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0' && std::strlen(t) < 64)
+    base = t;
+  else
+    base = "/tmp";
+  std::string templ = base + "/bicache-serve-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {
+    throw Error(ErrorKind::kIo, "cannot create a private directory for the internal socket in " +
+                                    base + ": " + std::strerror(errno));
+  }
+  dir_ = templ;
+  socket_ = dir_ + "/http.sock";
+}
+
+PrivateSocketDir::~PrivateSocketDir() {
+  unlink(socket_.c_str());
+  rmdir(dir_.c_str());
+}
+
+int ListenUnix(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string where = "cannot listen on the internal socket " + path;
+  if (path.size() >= sizeof(a.sun_path)) throw Error(ErrorKind::kIo, where + ": path too long");
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(ErrorKind::kIo, where + ": " + std::strerror(errno));
+  // The directory (0700) is what keeps other users out; 0600 on the socket as well.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || chmod(path.c_str(), 0600) != 0 ||
+      listen(fd, SOMAXCONN) != 0) {
+    const int err = errno;
     close(fd);
+    throw Error(ErrorKind::kIo, where + ": " + std::strerror(err));
+  }
+  return fd;
+}
+
+int ConnectUnix(const std::string& path, std::string* name) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  // Binding with only the family asks for autobind: a unique abstract name ("\0" + 5 hex digits).
+  socklen_t len = sizeof(sa_family_t);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const size_t name_len =
+      len > offsetof(sockaddr_un, sun_path) + 1 ? len - offsetof(sockaddr_un, sun_path) - 1 : 0;
+  *name = std::string(a.sun_path + 1, name_len);
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(to.sun_path)) {
+    close(fd);
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(to.sun_path, path.c_str(), path.size() + 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 && errno != EINPROGRESS) {
+    const int err = errno;
+    close(fd);
+    errno = err;
     return -1;
   }
   return fd;
