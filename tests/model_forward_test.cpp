@@ -124,6 +124,43 @@ TEST_P(ForwardPlanTest, PartialPlanWithExactCacheEqualsFullForward) {
   }
 }
 
+// A forward that wants no logits (a prefix build) runs only the layers its captures need, and
+// captures what the full forward captures there.
+TEST_P(ForwardPlanTest, CaptureOnlyForwardStopsAtTheDeepestCapture) {
+  auto m = Model::Load(DataPath("golden/" + GetParam()));
+  const int L = m->config().n_layer, d = m->config().d_model;
+  std::vector<int32_t> toks = {1, 5, 9, 33, 7, 7, 2, 44, 45, 46};
+  const int n = static_cast<int>(toks.size());
+  SeqKv full_kv;
+  FullLogits(*m, toks, &full_kv);
+  for (int held = 1; held <= L; ++held) {
+    SCOPED_TRACE("layers held " + std::to_string(held));
+    SeqKv kv;
+    kv.Reset(L, n);
+    SeqPlan p;
+    p.tokens = toks;
+    p.kv_out = &kv;
+    p.capture_kv_layers = held;
+    p.capture_hidden_max = held;
+    ForwardStats st;
+    Forward(*m, {&p, 1}, &st);
+    EXPECT_EQ(st.token_layers, static_cast<uint64_t>(n) * held);
+    for (int l = 0; l < held; ++l) {
+      ASSERT_EQ(kv.layers[l].k.size(), full_kv.layers[l].k.size());
+      EXPECT_LT(
+          MaxAbsDiff(kv.layers[l].k.data(), full_kv.layers[l].k.data(), kv.layers[l].k.size()),
+          1e-5f);
+      EXPECT_LT(
+          MaxAbsDiff(kv.layers[l].v.data(), full_kv.layers[l].v.data(), kv.layers[l].v.size()),
+          1e-5f);
+    }
+    ASSERT_EQ(kv.hidden[held].size(), static_cast<size_t>(n) * d);
+    EXPECT_LT(
+        MaxAbsDiff(kv.hidden[held].data(), full_kv.hidden[held].data(), kv.hidden[held].size()),
+        1e-5f);
+  }
+}
+
 TEST_P(ForwardPlanTest, InvalidPlansAreRejectedWithAMessage) {
   auto m = Model::Load(DataPath("golden/" + GetParam()));
   std::vector<int32_t> toks = {1, 2, 3};

@@ -390,6 +390,19 @@ void OutputHead(const Model& model, const std::vector<SeqView>& seqs, const Layo
   }
 }
 
+// How many layers the forward must run: all of them when any sequence wants logits; otherwise
+// only up to the deepest capture asked for (a prefix build for BiCache at most depth b needs K/V of
+// layers < b and the hidden state entering layer b, not the layers above it nor the head).
+int LayersWanted(const ModelConfig& c, const std::vector<SeqView>& seqs) {
+  int layers = 0;
+  for (const SeqView& s : seqs) {
+    const SeqPlan& p = *s.plan;
+    if (p.logits_end > p.logits_begin) return c.n_layer;
+    if (p.kv_out) layers = std::max({layers, p.capture_kv_layers, p.capture_hidden_max});
+  }
+  return layers;
+}
+
 }  // namespace
 
 void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* stats_out) {
@@ -404,13 +417,14 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
 
   Layout lay = MakeLayout(seqs, 0);
   Embed(model, seqs, lay, buf.x);
-  for (int l = 0; l < c.n_layer; ++l) {
+  const int layers = LayersWanted(c, seqs);
+  for (int l = 0; l < layers; ++l) {
     Layout next = MakeLayout(seqs, l);
     if (next.rows != lay.rows) Rejoin(seqs, lay, next, l, c.d_model, buf);
     lay = std::move(next);
     RunLayer(model, seqs, lay, l, buf, &st);
   }
-  CaptureHidden(seqs, lay, c.n_layer, c.d_model, buf.x);  // the last layer's output, if asked
+  CaptureHidden(seqs, lay, layers, c.d_model, buf.x);  // the last run layer's output, if asked
   OutputHead(model, seqs, lay, buf, &st);
 
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
