@@ -97,6 +97,12 @@ Runner AddInfo(CLI::App& app) {
         c.head_dim, c.d_ff, c.n_vocab, c.context_length,
         c.rope_layout == kernels::RopeLayout::kNormal ? "normal" : "neox", c.rope_base, c.rms_eps,
         c.mask_token_id, c.shift_logits ? "shifted" : "unshifted");
+    if (c.block_causal()) {
+      std::printf("attention: block-causal, block length %d", c.block_length);
+      if (c.sub_block_length > 0) std::printf(", sub-block length %d", c.sub_block_length);
+      std::printf(", q/k norm %s, qkv bias %s\n", c.qk_norm ? "per head" : "none",
+                  c.qkv_bias ? "yes" : "no");
+    }
     if (c.is_moe()) {
       std::printf(
           "experts: %d per layer, top-%d per token (softmax router, chosen weights %s), expert "

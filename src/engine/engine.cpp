@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "cache/memory_budget.h"
 #include "engine/prefix_similarity.h"
@@ -18,6 +19,15 @@ Engine::Engine(const model::Model& model, EngineOptions options)
       stores_(options_.cache_budget_bytes ? options_.cache_budget_bytes
                                           : cache::DefaultBudgetBytes()) {
   options_.cache_budget_bytes = stores_.budget();
+  // The engine's samplers and cache modes denoise a whole bidirectional canvas; a block-diffusion
+  // model must be generated block by block, which is not built yet (the forward, `logits` and
+  // `info` take these models).
+  if (model_.config().block_causal()) {
+    throw Error(ErrorKind::kUnsupported,
+                std::string("architecture '") + model::ArchName(model_.config().arch) +
+                    "' is a block-diffusion model: block-wise generation is not supported yet "
+                    "(bicache logits and bicache info take it)");
+  }
 }
 
 int Engine::LayersHeldFor(const CacheMode& mode) const {

@@ -165,7 +165,7 @@ HWY_INLINE void PvChunk(const float* p, size_t T, const float* const* vrows, siz
 // Query rows [q0, q1) of head h, at most N of them (one lane each); see the file comment.
 void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
                   size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale,
-                  float* out, size_t out_stride, Scratch& sc) {
+                  float* out, size_t out_stride, AttentionMask mask, Scratch& sc) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -222,6 +222,12 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
       for (size_t jj = 0; jj < 8; ++jj)
         hn::StoreU(a[jj], df, st + (j + jj) * N);  // st has 8 spare rows
     }
+    if (mask.block != 0) {  // block-causal: rows past each query row's last visible K/V row
+      for (size_t r = 0; r < rows; ++r) {
+        const size_t end = mask.KvEnd(q0 + r, n_kv);
+        for (size_t j = end > j0 ? end - j0 : 0; j < len; ++j) st[j * N + r] = kMaskedScore;
+      }
+    }
     // Online softmax across the tile, every query lane at once.
     const VF m_new = hn::Max(m, MaxOfVecs(st, len));
     const VF vsum = ExpInPlace(st, len, m_new);
@@ -256,9 +262,13 @@ void AttendDirect(const float* q, size_t q0, size_t q1, size_t q_stride, const K
 }
 
 // One work item: query rows [q0, q1) of head h.
+// Block-causal masks: K/V rows past the block's last row's view are never read (n_kv shrinks to
+// it), and within that each row's scores past its own view are masked. Every row sees K/V row 0,
+// so the first tile gives each row a finite running max.
 void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const KvSegment* segs,
                  size_t n_kv, size_t kv_stride, size_t h, size_t g, size_t hd, float scale,
-                 float* out, size_t out_stride, Scratch& sc) {
+                 float* out, size_t out_stride, AttentionMask mask, Scratch& sc) {
+  n_kv = mask.KvEnd(q1 - 1, n_kv);
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -268,7 +278,7 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
   if (rows <= kDirectMaxRows) {
     for (size_t r = q0; r < q1; r += N) {
       AttendDirect(q, r, std::min(q1, r + N), q_stride, segs, n_kv, kv_stride, h, g, hd, scale, out,
-                   out_stride, sc);
+                   out_stride, mask, sc);
     }
     return;
   }
@@ -305,7 +315,8 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
       float corr[kRows];
       for (size_t r = 0; r < kRows; ++r) {
         float* sr = s + r * T;
-        for (size_t j = len; j < T; ++j) sr[j] = kMaskedScore;
+        const size_t end = mask.KvEnd(std::min(q0 + r0 + r, q1 - 1), n_kv);  // padding: last row's
+        for (size_t j = std::min(len, end > j0 ? end - j0 : 0); j < T; ++j) sr[j] = kMaskedScore;
         const float m_old = sc.m[r0 + r];
         const float m_new =
             std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, MaxOfVecs(sr, kTileVecs))));
@@ -332,7 +343,7 @@ void AttendBlock(const float* q, size_t q0, size_t q1, size_t q_stride, const Kv
 
 void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment* segs, size_t n_kv,
                    size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
-                   float* out, size_t out_stride) {
+                   float* out, size_t out_stride, AttentionMask mask) {
   const DF df;
   const size_t N = hn::Lanes(df);
   const size_t T = kTileVecs * N;
@@ -369,7 +380,7 @@ void AttentionImpl(const float* q, size_t n_q, size_t q_stride, const KvSegment*
       const size_t q0 = qb * qblock;
       const size_t q1 = std::min(n_q, q0 + qblock);
       AttendBlock(q, q0, q1, q_stride, segs, n_kv, kv_stride, h, h / group, head_dim, scale, out,
-                  out_stride, sc);
+                  out_stride, mask, sc);
     }
   }
 }
@@ -388,15 +399,15 @@ HWY_EXPORT(AttentionImpl);
 
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
-               float scale, float* out, size_t out_stride) {
+               float scale, float* out, size_t out_stride, AttentionMask mask) {
   const KvSegment one{k, v, n_kv};
   AttentionSegments(q, n_q, q_stride, std::span<const KvSegment>(&one, 1), kv_stride, n_head,
-                    n_kv_head, head_dim, scale, out, out_stride);
+                    n_kv_head, head_dim, scale, out, out_stride, mask);
 }
 
 void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
                        size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
-                       float scale, float* out, size_t out_stride) {
+                       float scale, float* out, size_t out_stride, AttentionMask mask) {
   size_t n_kv = 0;
   for (const KvSegment& sg : segs) n_kv += sg.n;
   if (n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0) {
@@ -428,11 +439,12 @@ void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<co
   }
   if (n_q >= kAttentionGemmMinRows && n_kv >= kAttentionGemmMinKv) {
     AttentionGemm(q, n_q, q_stride, std::span<const KvSegment>(kept, n_kept), kv_stride, n_head,
-                  n_kv_head, head_dim, scale, out, out_stride);
+                  n_kv_head, head_dim, scale, out, out_stride, mask);
     return;
   }
   HWY_DYNAMIC_DISPATCH(AttentionImpl)
-  (q, n_q, q_stride, kept, n_kv, kv_stride, n_head, n_kv_head, head_dim, scale, out, out_stride);
+  (q, n_q, q_stride, kept, n_kv, kv_stride, n_head, n_kv_head, head_dim, scale, out, out_stride,
+   mask);
 }
 
 }  // namespace bicache::kernels

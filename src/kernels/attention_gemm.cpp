@@ -125,7 +125,7 @@ struct Buffers {
 
 void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
                    size_t kv_stride, size_t n_head, size_t n_kv_head, size_t hd, float scale,
-                   float* out, size_t out_stride) {
+                   float* out, size_t out_stride, AttentionMask mask) {
   size_t n_kv = 0;
   for (const KvSegment& sg : segs) n_kv += sg.n;
   const size_t nk = RoundUp(n_kv, kKvPad);
@@ -162,11 +162,15 @@ void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const 
     const size_t rows = std::min(kQBlock, n_q - q0);
     const size_t mp = RoundUp(rows, kRowPad);
     const size_t g = h / group;
+    // Block-causal: the block reads K/V rows [0, kv_end) only (kw columns, padded), and each row's
+    // softmax covers its own visible rows; the rest of its columns get probability 0.
+    const size_t kv_end = mask.KvEnd(q0 + rows - 1, n_kv);
+    const size_t kw = std::min(nk, RoundUp(kv_end, kKvPad));
     thread_local Buffers b;
     uint16_t* qb = GrowTo(b.qb, mp * hd);
-    uint16_t* p = GrowTo(b.p, mp * nk);
+    uint16_t* p = GrowTo(b.p, mp * kw);
     float* qs = GrowTo(b.q, hd);
-    float* s = GrowTo(b.s, mp * nk);
+    float* s = GrowTo(b.s, mp * kw);
     float* o = GrowTo(b.o, mp * hd);
     float* sum = GrowTo(b.sum, mp);
     for (size_t r = 0; r < rows; ++r) {
@@ -176,10 +180,17 @@ void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const 
       F32ToBf16(qs, qb + r * hd, hd);
     }
     std::fill(qb + rows * hd, qb + mp * hd, uint16_t{0});
-    GemmBf16(qb, mp, hd, kbp + g * nk * hd, nk, /*b_transposed=*/true, s);  // S: [mp, nk]
-    HWY_DYNAMIC_DISPATCH(SoftmaxRowsToBf16Impl)(s, rows, n_kv, nk, p, nk, sum);
-    std::fill(p + rows * nk, p + mp * nk, uint16_t{0});
-    GemmBf16(p, mp, nk, vbp + g * nk * hd, hd, /*b_transposed=*/false, o);  // O: [mp, hd]
+    GemmBf16(qb, mp, hd, kbp + g * nk * hd, kw, /*b_transposed=*/true, s);  // S: [mp, kw]
+    if (mask.block == 0) {
+      HWY_DYNAMIC_DISPATCH(SoftmaxRowsToBf16Impl)(s, rows, n_kv, kw, p, kw, sum);
+    } else {
+      for (size_t r = 0; r < rows; ++r) {
+        HWY_DYNAMIC_DISPATCH(SoftmaxRowsToBf16Impl)
+        (s + r * kw, 1, mask.KvEnd(q0 + r, n_kv), kw, p + r * kw, kw, sum + r);
+      }
+    }
+    std::fill(p + rows * kw, p + mp * kw, uint16_t{0});
+    GemmBf16(p, mp, kw, vbp + g * nk * hd, hd, /*b_transposed=*/false, o);  // O: [mp, hd]
     for (size_t r = 0; r < rows; ++r) {
       float* __restrict dst = out + (q0 + r) * out_stride + h * hd;
       const float* __restrict src = o + r * hd;

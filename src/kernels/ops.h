@@ -41,8 +41,24 @@ void F32ToBf16(const float* src, uint16_t* dst, size_t n);
 void Bf16ToF32(const uint16_t* src, float* dst, size_t n);
 void F16ToF32(const uint16_t* src, float* dst, size_t n);
 
-// Bidirectional (non-causal) multi-head attention with grouped-query heads, tiled with online
-// softmax so memory is O(head_dim) per query row, not O(n_kv).
+// Which K/V rows a query row may attend to. block == 0: all of them (bidirectional). Otherwise
+// block-causal: query row t is at absolute position q_pos0 + t, K/V row j at position j (the K/V
+// rows, or the segments' concatenation, start at position 0), and t sees j iff
+// j / block <= (q_pos0 + t) / block: bidirectional inside a block, causal across blocks. The mask
+// depends on absolute positions only, so cached K/V of a prefix stay valid inside a longer request.
+struct AttentionMask {
+  size_t block = 0;
+  size_t q_pos0 = 0;
+  // One past the last K/V row that query row t sees, out of n_kv (>= 1 when n_kv >= 1).
+  size_t KvEnd(size_t t, size_t n_kv) const {
+    if (block == 0) return n_kv;
+    const size_t end = ((q_pos0 + t) / block + 1) * block;
+    return end < n_kv ? end : n_kv;
+  }
+};
+
+// Multi-head attention with grouped-query heads (bidirectional, or block-causal by `mask`), tiled
+// with online softmax so memory is O(head_dim) per query row, not O(n_kv).
 //   q:   [n_q,  q_stride]  query head h at q + t*q_stride + h*head_dim
 //   k,v: [n_kv, kv_stride] kv head g at k + t*kv_stride + g*head_dim
 //   out: [n_q,  out_stride]
@@ -50,7 +66,7 @@ void F16ToF32(const uint16_t* src, float* dst, size_t n);
 // Parallelised internally over (query tile, head) with OpenMP.
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
-               float scale, float* out, size_t out_stride);
+               float scale, float* out, size_t out_stride, AttentionMask mask = {});
 
 // The same attention over K/V rows held in up to kMaxKvSegments pieces (same kv_stride), attended
 // as their concatenation in order: a partial layer's cached prefix rows and its freshly computed
@@ -63,7 +79,7 @@ struct KvSegment {
 constexpr size_t kMaxKvSegments = 4;
 void AttentionSegments(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
                        size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
-                       float scale, float* out, size_t out_stride);
+                       float scale, float* out, size_t out_stride, AttentionMask mask = {});
 
 // Blocks of at least kAttentionGemmMinRows query rows (against at least kAttentionGemmMinKv K/V
 // rows) run through oneDNN bf16 matmuls (attention_gemm.cpp: Q*K^T, softmax, P*V, with Q*scale, K,
@@ -74,6 +90,6 @@ constexpr size_t kAttentionGemmMinRows = 64;
 constexpr size_t kAttentionGemmMinKv = 64;
 void AttentionGemm(const float* q, size_t n_q, size_t q_stride, std::span<const KvSegment> segs,
                    size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim, float scale,
-                   float* out, size_t out_stride);
+                   float* out, size_t out_stride, AttentionMask mask = {});
 
 }  // namespace bicache::kernels

@@ -98,9 +98,18 @@ void Softmax(float* x, size_t n) {
 void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                float scale, float* out, size_t out_stride) {
+  AttentionMasked(q, n_q, q_stride, k, v, n_kv, kv_stride, n_head, n_kv_head, head_dim, scale, out,
+                  out_stride, {});
+}
+
+void AttentionMasked(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+                     size_t n_kv_all, size_t kv_stride, size_t n_head, size_t n_kv_head,
+                     size_t head_dim, float scale, float* out, size_t out_stride,
+                     AttentionMask mask) {
   const size_t group = n_head / n_kv_head;
-  std::vector<double> p(n_kv);
+  std::vector<double> p(n_kv_all);
   for (size_t t = 0; t < n_q; ++t) {
+    const size_t n_kv = mask.KvEnd(t, n_kv_all);
     for (size_t h = 0; h < n_head; ++h) {
       const float* qh = q + t * q_stride + h * head_dim;
       const size_t g = h / group;
@@ -127,10 +136,19 @@ void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, cons
 void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                    size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                    float scale, float* out, size_t out_stride) {
+  AttentionBf16Masked(q, n_q, q_stride, k, v, n_kv, kv_stride, n_head, n_kv_head, head_dim, scale,
+                      out, out_stride, {});
+}
+
+void AttentionBf16Masked(const float* q, size_t n_q, size_t q_stride, const float* k,
+                         const float* v, size_t n_kv_all, size_t kv_stride, size_t n_head,
+                         size_t n_kv_head, size_t head_dim, float scale, float* out,
+                         size_t out_stride, AttentionMask mask) {
   auto r = [](float x) { return static_cast<double>(F32FromBf16(Bf16FromF32(x))); };
   const size_t group = n_head / n_kv_head;
-  std::vector<double> p(n_kv), qr(head_dim);
+  std::vector<double> p(n_kv_all), qr(head_dim);
   for (size_t t = 0; t < n_q; ++t) {
+    const size_t n_kv = mask.KvEnd(t, n_kv_all);
     for (size_t h = 0; h < n_head; ++h) {
       const float* qh = q + t * q_stride + h * head_dim;
       const size_t g = h / group;

@@ -40,6 +40,16 @@ void Attention(const float* q, size_t n_q, size_t q_stride, const float* k, cons
 void AttentionBf16(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
                    size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head, size_t head_dim,
                    float scale, float* out, size_t out_stride);
+// Both under an attention mask: a K/V row past mask.KvEnd(t) takes no part in row t's softmax (it
+// is skipped outright, not given a large negative score).
+void AttentionMasked(const float* q, size_t n_q, size_t q_stride, const float* k, const float* v,
+                     size_t n_kv, size_t kv_stride, size_t n_head, size_t n_kv_head,
+                     size_t head_dim, float scale, float* out, size_t out_stride,
+                     AttentionMask mask);
+void AttentionBf16Masked(const float* q, size_t n_q, size_t q_stride, const float* k,
+                         const float* v, size_t n_kv, size_t kv_stride, size_t n_head,
+                         size_t n_kv_head, size_t head_dim, float scale, float* out,
+                         size_t out_stride, AttentionMask mask);
 
 // Block-by-block dequantisation (same contract as kernels::DequantizeRow).
 void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t n);

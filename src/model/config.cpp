@@ -26,24 +26,6 @@ int ReadBounded(const format::GgufFile& f, const std::string& key, uint64_t lo, 
   return static_cast<int>(v);
 }
 
-}  // namespace
-
-const char* ArchName(Arch arch) {
-  switch (arch) {
-    case Arch::kLlada:
-      return "llada";
-    case Arch::kDream:
-      return "dream";
-    case Arch::kLladaMoe:
-      return "llada-moe";
-    case Arch::kRnd1:
-      return "rnd1";
-  }
-  return "?";
-}
-
-namespace {
-
 // The expert keys of a mixture-of-experts architecture (as llama.cpp's converter writes them):
 // expert_count, expert_used_count and expert_feed_forward_length (absent: d_ff / used, as
 // llama.cpp reads it). One error per way the counts can be wrong.
@@ -94,31 +76,48 @@ int ReadHeadDim(const format::GgufFile& f, const std::string& p, const ModelConf
   return c.d_model / c.n_head;
 }
 
+// diffusion.block_length (and sub_block_length) of a block-causal model: present, non-zero and
+// dividing the context (so a whole context is whole blocks), the sub-block dividing the block.
+void ReadBlocks(const format::GgufFile& f, const ArchTraits& t, ModelConfig* c) {
+  const std::string key = "diffusion.block_length";
+  if (!f.Has(key)) {
+    Fail("metadata key '" + key + "' is missing: " + t.name +
+         " is a block-diffusion model and needs its block length");
+  }
+  c->block_length = ReadBounded(f, key, 1, kMaxContext);
+  if (c->context_length % c->block_length != 0) {
+    Fail("metadata key '" + key + "' = " + std::to_string(c->block_length) +
+         " does not divide the context length " + std::to_string(c->context_length));
+  }
+  if (!t.sub_blocks) return;
+  const std::string sub = "diffusion.sub_block_length";
+  if (!f.Has(sub)) {
+    Fail("metadata key '" + sub + "' is missing: " + t.name + " denoises blocks in sub-blocks");
+  }
+  c->sub_block_length = ReadBounded(f, sub, 1, kMaxContext);
+  if (c->block_length % c->sub_block_length != 0) {
+    Fail("metadata key '" + sub + "' = " + std::to_string(c->sub_block_length) +
+         " does not divide diffusion.block_length = " + std::to_string(c->block_length));
+  }
+}
+
 }  // namespace
 
 ModelConfig ReadConfig(const format::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.GetString("general.architecture");
-  if (arch == "llada") {
-    c.arch = Arch::kLlada;
-    c.rope_layout = kernels::RopeLayout::kNormal;
-  } else if (arch == "dream") {
-    c.arch = Arch::kDream;
-    c.rope_layout = kernels::RopeLayout::kNeox;
-  } else if (arch == "llada-moe") {  // llama.cpp ropes it NEOX-style, Q/K normed per head
-    c.arch = Arch::kLladaMoe;
-    c.rope_layout = kernels::RopeLayout::kNeox;
-    c.qk_norm = true;
-  } else if (arch == "rnd1") {  // Qwen3-MoE lineage: NEOX RoPE, Q/K norms, top-k renormalised
-    c.arch = Arch::kRnd1;
-    c.rope_layout = kernels::RopeLayout::kNeox;
-    c.qk_norm = true;
-    c.expert_weights_norm = true;
-  } else {
+  const ArchTraits* traits = FindArch(arch);
+  if (!traits) {
     throw Error(ErrorKind::kUnsupported,
                 "unsupported architecture '" + arch +
-                    "' (general.architecture); supported: llada, dream, llada-moe, rnd1");
+                    "' (general.architecture); supported: " + SupportedArchList());
   }
+  c.arch = traits->arch;
+  c.rope_layout = traits->rope_layout;
+  c.qk_norm = traits->qk_norm;
+  c.qkv_bias = traits->qkv_bias;
+  c.expert_weights_norm = traits->router == RouterKind::kSoftmaxTopKRenorm;
+  c.attention_mask = traits->mask;
   const std::string p = arch + ".";
   c.name = f.GetStringOr("general.name").value_or(arch);
   c.n_layer = ReadBounded(f, p + "block_count", 1, kMaxLayers);
@@ -127,7 +126,7 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   c.n_kv_head = f.Has(p + "attention.head_count_kv")
                     ? ReadBounded(f, p + "attention.head_count_kv", 1, kMaxHeads)
                     : c.n_head;
-  const bool moe = c.arch == Arch::kLladaMoe || c.arch == Arch::kRnd1;
+  const bool moe = traits->router != RouterKind::kDense;
   c.d_ff = !moe || f.Has(p + "feed_forward_length")
                ? ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4)
                : 0;
@@ -159,11 +158,13 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   if (auto causal = f.GetBoolOr(p + "attention.causal"); causal && *causal) {
     throw Error(ErrorKind::kUnsupported,
                 "metadata key '" + p +
-                    "attention.causal' is true: bicache runs bidirectional diffusion models only");
+                    "attention.causal' is true: bicache runs diffusion models (bidirectional or "
+                    "block-causal), not causal ones");
   }
-  // Absent: shifted for the Qwen-lineage models (Dream, RND1), as llama.cpp's diffusion-cli does.
-  c.shift_logits = f.GetBoolOr("diffusion.shift_logits")
-                       .value_or(c.arch == Arch::kDream || c.arch == Arch::kRnd1);
+  // Absent: the architecture's default (shifted for Dream and RND1, as llama.cpp's diffusion-cli
+  // does, and for Fast-dLLM v2's token shift).
+  c.shift_logits = f.GetBoolOr("diffusion.shift_logits").value_or(traits->shift_logits);
+  if (c.block_causal()) ReadBlocks(f, *traits, &c);
   auto mask = f.GetUIntOr("tokenizer.ggml.mask_token_id");
   if (!mask)
     Fail(

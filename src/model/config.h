@@ -1,5 +1,6 @@
-// Model hyper-parameters read from GGUF metadata (architectures `llada`, `dream` and the
-// mixture-of-experts `llada-moe` and `rnd1`).
+// Model hyper-parameters read from GGUF metadata (architectures `llada`, `dream`, the
+// mixture-of-experts `llada-moe` and `rnd1`, and the block-diffusion `sdar` and `fast-dllm-v2`;
+// model/arch.h holds what each architecture implies).
 #pragma once
 
 #include <cstdint>
@@ -7,11 +8,9 @@
 
 #include "format/gguf.h"
 #include "kernels/ops.h"
+#include "model/arch.h"
 
 namespace bicache::model {
-
-enum class Arch { kLlada, kDream, kLladaMoe, kRnd1 };
-const char* ArchName(Arch arch);
 
 struct ModelConfig {
   Arch arch = Arch::kLlada;
@@ -34,12 +33,20 @@ struct ModelConfig {
   int n_expert_used = 0;  // {arch}.expert_used_count (top-k per token)
   int d_ff_exp = 0;       // {arch}.expert_feed_forward_length (default d_ff / n_expert_used)
   bool expert_weights_norm =
-      false;             // renormalise the chosen router weights (rnd1 yes, llada-moe no)
-  bool qk_norm = false;  // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
+      false;              // renormalise the chosen router weights (rnd1 yes, llada-moe no)
+  bool qk_norm = false;   // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
+  bool qkv_bias = false;  // Q/K/V projections carry biases (dream, fast-dllm-v2)
+  // Block diffusion (sdar, fast-dllm-v2): attention is block-causal over blocks of block_length
+  // absolute positions; 0 with kBidirectional.
+  AttentionMaskKind attention_mask = AttentionMaskKind::kBidirectional;
+  int block_length = 0;      // diffusion.block_length (required for block-causal models)
+  int sub_block_length = 0;  // diffusion.sub_block_length (fast-dllm-v2; divides block_length)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
   bool is_moe() const { return n_expert > 0; }
+  bool block_causal() const { return attention_mask == AttentionMaskKind::kBlockCausal; }
+  const ArchTraits& traits() const { return TraitsOf(arch); }
 };
 
 // Reads and validates the configuration. Throws Error(kUnsupported) for another architecture and

@@ -273,6 +273,9 @@ void AttendSequences(const ModelConfig& c, const std::vector<SeqView>& seqs, con
     const int n = seqs[s].n, pb = lay.pos_begin[s], pe = lay.pos_end[s], rb = lay.row_begin[s];
     const float* ks = &k[(size_t)rb * kvd];
     const float* vs = &v[(size_t)rb * kvd];
+    // Block-causal models: the computed rows start at absolute position pb, the K/V rows (cached
+    // and computed, in order) at 0.
+    const kernels::AttentionMask mask{static_cast<size_t>(c.block_length), static_cast<size_t>(pb)};
     if (pe - pb != n) {
       // Partial layer: the cached rows before and after the computed range are read where they
       // lie in the sequence's K/V ([n, kvd]), the computed rows from this forward's buffers.
@@ -283,10 +286,10 @@ void AttendSequences(const ModelConfig& c, const std::vector<SeqView>& seqs, con
           {ks, vs, (size_t)(pe - pb)},
           {in.k.data() + after, in.v.data() + after, (size_t)(n - pe)}};
       kernels::AttentionSegments(&q[(size_t)rb * qd], pe - pb, qd, segs, kvd, c.n_head, c.n_kv_head,
-                                 hd, scale, &buf.att[(size_t)rb * qd], qd);
+                                 hd, scale, &buf.att[(size_t)rb * qd], qd, mask);
     } else {
       kernels::Attention(&q[(size_t)rb * qd], pe - pb, qd, ks, vs, n, kvd, c.n_head, c.n_kv_head,
-                         hd, scale, &buf.att[(size_t)rb * qd], qd);
+                         hd, scale, &buf.att[(size_t)rb * qd], qd, mask);
     }
     st->attention_flops += 4.0 * (pe - pb) * n * hd * c.n_head;
     if (p.kv_out && l < p.capture_kv_layers) {

@@ -1,8 +1,9 @@
-// The forward pass of `llada` / `dream` / `llada-moe` models over a ragged batch of sequences.
+// The forward pass of every architecture (model/arch.h) over a ragged batch of sequences.
 //
 // Every sequence has its own SeqPlan (model/plan.h). Tokens of all sequences that are computed
 // in a layer are stacked into one matrix so each projection is a single oneDNN matmul over the
-// whole batch; attention runs per sequence (bidirectional, tiled online softmax).
+// whole batch; attention runs per sequence (bidirectional, or block-causal over
+// diffusion.block_length absolute positions for sdar / fast-dllm-v2; tiled online softmax).
 #pragma once
 
 #include <span>

@@ -16,11 +16,10 @@
 
 namespace bicache::model {
 
-// Loads layer `blk`'s ("blk.N.") router and experts into w, checking each tensor against the
+// Loads layer `layer`'s router and experts into w, checking each tensor against the
 // config: a missing tensor, an expert tensor whose third dimension is not expert_count, a router
 // whose width is not expert_count, or any other shape is Error(kModel) naming the tensor.
-void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, const std::string& blk,
-                LayerWeights* w);
+void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, int layer, LayerWeights* w);
 
 // The router's choice for `rows` rows of logits [rows, n_expert] (overwritten by their softmax):
 // ids/weights [rows, k], the k most probable experts of each row in descending order (ties: the

@@ -72,13 +72,12 @@ std::vector<kernels::Linear> LoadExperts(const format::GgufFile& f, const std::s
 
 }  // namespace
 
-void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, const std::string& blk,
-                LayerWeights* w) {
+void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, int layer, LayerWeights* w) {
   const uint64_t d = c.d_model, ff = c.d_ff_exp, n = c.n_expert;
-  w->router = LoadRouter(f, blk + "ffn_gate_inp.weight", d, n);
-  w->exp_gate = LoadExperts(f, blk + "ffn_gate_exps.weight", d, ff, n);
-  w->exp_up = LoadExperts(f, blk + "ffn_up_exps.weight", d, ff, n);
-  w->exp_down = LoadExperts(f, blk + "ffn_down_exps.weight", ff, d, n);
+  w->router = LoadRouter(f, TensorName(TensorId::kFfnGateInp, layer), d, n);
+  w->exp_gate = LoadExperts(f, TensorName(TensorId::kFfnGateExps, layer), d, ff, n);
+  w->exp_up = LoadExperts(f, TensorName(TensorId::kFfnUpExps, layer), d, ff, n);
+  w->exp_down = LoadExperts(f, TensorName(TensorId::kFfnDownExps, layer), ff, d, n);
 }
 
 }  // namespace bicache::model

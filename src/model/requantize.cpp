@@ -31,6 +31,7 @@
 
 #include "format/quantize.h"
 #include "kernels/matmul.h"
+#include "model/arch.h"
 #include "util/error.h"
 #include "util/field_error.h"
 
@@ -83,9 +84,22 @@ size_t NDims(const std::vector<uint64_t>& ne) {  // ggml_n_dims: trailing 1s do 
   return n;
 }
 
+// Whether `name` is tensor `id` (of any layer), by the name table (model/arch.h).
+bool Is(const std::string& name, TensorId id) {
+  const char* suffix = TensorSuffix(id);
+  return name == suffix || EndsWith(name, std::string(".") + suffix);
+}
+
 bool Quantizable(const format::TensorInfo& t) {
   return NDims(t.ne) >= 2 && EndsWith(t.name, "weight") && !Contains(t.name, "_norm.weight") &&
-         !Contains(t.name, "ffn_gate_inp.weight");
+         !Is(t.name, TensorId::kFfnGateInp);
+}
+
+bool IsValueProjection(const std::string& name) {
+  return Is(name, TensorId::kAttnV) || Is(name, TensorId::kAttnQkv);
+}
+bool IsDownProjection(const std::string& name) {
+  return Is(name, TensorId::kFfnDown) || Is(name, TensorId::kFfnDownExps);
 }
 
 uint64_t BlockElems(TensorType type) {
@@ -116,12 +130,14 @@ struct Plan {
 
 std::vector<Plan> PlanTypes(const format::GgufFile& file, const Recipe& recipe) {
   const auto& tensors = file.tensors();
-  const bool tied = file.FindTensor("output.weight") == nullptr;
+  const std::string output = TensorName(TensorId::kOutput);
+  const std::string embd = TensorName(TensorId::kTokenEmbd);
+  const bool tied = file.FindTensor(output) == nullptr;
   int n_wv = 0, n_down = 0;
   for (const auto& t : tensors) {
     if (!Quantizable(t)) continue;
-    if (Contains(t.name, "attn_v.weight") || Contains(t.name, "attn_qkv.weight")) ++n_wv;
-    if (Contains(t.name, "ffn_down")) ++n_down;
+    if (IsValueProjection(t.name)) ++n_wv;
+    if (IsDownProjection(t.name)) ++n_down;
   }
   auto more_bits = [](int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
   const bool m_mix = EndsWith(recipe.name, "_M");
@@ -136,15 +152,15 @@ std::vector<Plan> PlanTypes(const format::GgufFile& file, const Recipe& recipe) 
     }
     TensorType type = recipe.base;
     if (!recipe.pure) {
-      if (t.name == "output.weight" || (tied && t.name == "token_embd.weight")) {
+      if (t.name == output || (tied && t.name == embd)) {
         type = t.ne[0] % BlockElems(recipe.base) != 0 ? TensorType::Q8_0 : TensorType::Q6_K;
-      } else if (Contains(t.name, "attn_v.weight") || Contains(t.name, "attn_qkv.weight")) {
+      } else if (IsValueProjection(t.name)) {
         if (m_mix && more_bits(i_wv, n_wv))
           type = TensorType::Q6_K;
         else if (q4ks && i_wv < 4)
           type = TensorType::Q5_K;
         ++i_wv;
-      } else if (Contains(t.name, "ffn_down")) {
+      } else if (IsDownProjection(t.name)) {
         if (m_mix && more_bits(i_down, n_down))
           type = TensorType::Q6_K;
         else if (q4ks && i_down < n_down / 8)

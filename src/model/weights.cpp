@@ -41,6 +41,59 @@ kernels::Linear LoadLinear(const format::GgufFile& f, const std::string& name, u
   return kernels::Linear::FromTensor(Require(f, name, {in, out}));
 }
 
+// A bias or per-head norm tensor the architecture requires (ArchTraits): missing, it is named
+// together with the reason it is needed.
+std::vector<float> LoadRequired(const format::GgufFile& f, const ModelConfig& c,
+                                const std::string& name, uint64_t n, const char* why) {
+  if (!f.FindTensor(name)) {
+    Fail(std::string("tensor '") + name + "' is missing: " + ArchName(c.arch) + " " + why);
+  }
+  return LoadVector(f, name, n);
+}
+
+// Layer l's weights, named by the tensor table and required as the architecture's traits say.
+void LoadLayer(const format::GgufFile& f, const ModelConfig& c, int l, LayerWeights* wp) {
+  const uint64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff;
+  auto name = [l](TensorId id) { return TensorName(id, l); };
+  constexpr const char* kBiasWhy = "has Q/K/V projection biases";
+  LayerWeights& w = *wp;
+  w.attn_norm = LoadVector(f, name(TensorId::kAttnNorm), d);
+  if (f.FindTensor(name(TensorId::kAttnQkv))) {
+    w.fused_qkv = true;
+    w.wqkv = LoadLinear(f, name(TensorId::kAttnQkv), d, q + 2 * kv);
+    if (c.qkv_bias) {
+      std::vector<float> bias =
+          LoadRequired(f, c, name(TensorId::kAttnQkvBias), q + 2 * kv, kBiasWhy);
+      w.bq.assign(bias.begin(), bias.begin() + q);
+      w.bk.assign(bias.begin() + q, bias.begin() + q + kv);
+      w.bv.assign(bias.begin() + q + kv, bias.end());
+    }
+  } else {
+    w.wq = LoadLinear(f, name(TensorId::kAttnQ), d, q);
+    w.wk = LoadLinear(f, name(TensorId::kAttnK), d, kv);
+    w.wv = LoadLinear(f, name(TensorId::kAttnV), d, kv);
+    if (c.qkv_bias) {
+      w.bq = LoadRequired(f, c, name(TensorId::kAttnQBias), q, kBiasWhy);
+      w.bk = LoadRequired(f, c, name(TensorId::kAttnKBias), kv, kBiasWhy);
+      w.bv = LoadRequired(f, c, name(TensorId::kAttnVBias), kv, kBiasWhy);
+    }
+  }
+  w.wo = LoadLinear(f, name(TensorId::kAttnOutput), q, d);
+  w.ffn_norm = LoadVector(f, name(TensorId::kFfnNorm), d);
+  if (c.qk_norm) {
+    constexpr const char* kWhy = "normalises Q and K per head";
+    w.q_norm = LoadRequired(f, c, name(TensorId::kAttnQNorm), c.head_dim, kWhy);
+    w.k_norm = LoadRequired(f, c, name(TensorId::kAttnKNorm), c.head_dim, kWhy);
+  }
+  if (c.is_moe()) {
+    LoadMoeFfn(f, c, l, &w);
+    return;
+  }
+  w.w_gate = LoadLinear(f, name(TensorId::kFfnGate), d, ff);
+  w.w_up = LoadLinear(f, name(TensorId::kFfnUp), d, ff);
+  w.w_down = LoadLinear(f, name(TensorId::kFfnDown), ff, d);
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::Load(const std::string& path, format::OpenOptions options) {
@@ -55,18 +108,19 @@ Model::Model(format::GgufFile file) : file_(std::move(file)) {
   const format::GgufFile& f = file_;
   config_ = ReadConfig(f);
   ModelConfig& c = config_;
-  const uint64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff;
+  const uint64_t d = c.d_model;
 
-  token_embd_ = f.FindTensor("token_embd.weight");
-  if (!token_embd_) Fail("tensor 'token_embd.weight' is missing");
+  const std::string embd_name = TensorName(TensorId::kTokenEmbd);
+  token_embd_ = f.FindTensor(embd_name);
+  if (!token_embd_) Fail("tensor '" + embd_name + "' is missing");
   if (token_embd_->ne.size() != 2 || token_embd_->ne[0] != d) {
-    Fail("tensor 'token_embd.weight' has shape " + format::ShapeString(token_embd_->ne) +
+    Fail("tensor '" + embd_name + "' has shape " + format::ShapeString(token_embd_->ne) +
          ", expected [" + std::to_string(d) + ", n_vocab]");
   }
   if (token_embd_->ne[1] > (1u << 24))
-    Fail("tensor 'token_embd.weight' has an implausible vocabulary size");
+    Fail("tensor '" + embd_name + "' has an implausible vocabulary size");
   c.n_vocab = static_cast<int>(token_embd_->ne[1]);
-  Require(f, "token_embd.weight", {d, static_cast<uint64_t>(c.n_vocab)});
+  Require(f, embd_name, {d, static_cast<uint64_t>(c.n_vocab)});
   embd_row_bytes_ = token_embd_->n_bytes / c.n_vocab;
   const std::string arch = ArchName(c.arch);
   if (auto vs = f.GetUIntOr(arch + ".vocab_size"); vs && *vs != static_cast<uint64_t>(c.n_vocab)) {
@@ -79,47 +133,11 @@ Model::Model(format::GgufFile file) : file_(std::move(file)) {
   }
 
   layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    LayerWeights& w = layers_[l];
-    w.attn_norm = LoadVector(f, b + "attn_norm.weight", d);
-    if (f.FindTensor(b + "attn_qkv.weight")) {
-      w.fused_qkv = true;
-      w.wqkv = LoadLinear(f, b + "attn_qkv.weight", d, q + 2 * kv);
-      if (c.arch == Arch::kDream) {
-        std::vector<float> bias = LoadVector(f, b + "attn_qkv.bias", q + 2 * kv);
-        w.bq.assign(bias.begin(), bias.begin() + q);
-        w.bk.assign(bias.begin() + q, bias.begin() + q + kv);
-        w.bv.assign(bias.begin() + q + kv, bias.end());
-      }
-    } else {
-      w.wq = LoadLinear(f, b + "attn_q.weight", d, q);
-      w.wk = LoadLinear(f, b + "attn_k.weight", d, kv);
-      w.wv = LoadLinear(f, b + "attn_v.weight", d, kv);
-      if (c.arch == Arch::kDream) {
-        w.bq = LoadVector(f, b + "attn_q.bias", q);
-        w.bk = LoadVector(f, b + "attn_k.bias", kv);
-        w.bv = LoadVector(f, b + "attn_v.bias", kv);
-      }
-    }
-    w.wo = LoadLinear(f, b + "attn_output.weight", q, d);
-    w.ffn_norm = LoadVector(f, b + "ffn_norm.weight", d);
-    if (c.qk_norm) {
-      w.q_norm = LoadVector(f, b + "attn_q_norm.weight", c.head_dim);
-      w.k_norm = LoadVector(f, b + "attn_k_norm.weight", c.head_dim);
-    }
-    if (c.is_moe()) {
-      LoadMoeFfn(f, c, b, &w);
-      continue;
-    }
-    w.w_gate = LoadLinear(f, b + "ffn_gate.weight", d, ff);
-    w.w_up = LoadLinear(f, b + "ffn_up.weight", d, ff);
-    w.w_down = LoadLinear(f, b + "ffn_down.weight", ff, d);
-  }
-  output_norm_ = LoadVector(f, "output_norm.weight", d);
+  for (int l = 0; l < c.n_layer; ++l) LoadLayer(f, c, l, &layers_[l]);
+  output_norm_ = LoadVector(f, TensorName(TensorId::kOutputNorm), d);
   const uint64_t V = c.n_vocab;
-  output_ = f.FindTensor("output.weight") ? LoadLinear(f, "output.weight", d, V)
-                                          : LoadLinear(f, "token_embd.weight", d, V);
+  const std::string out_name = TensorName(TensorId::kOutput);
+  output_ = f.FindTensor(out_name) ? LoadLinear(f, out_name, d, V) : LoadLinear(f, embd_name, d, V);
   for (const auto& t : f.tensors()) n_params_ += t.n_elements;
 }
 
