@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -186,7 +187,7 @@ TEST(KernelsFewRows, LinearTakesTheRouteForFewRows) {
       if (c.type == type) tc = &c;
     const auto w = RandomWeights(*tc, out, in, 3);
     const Linear lin = Linear::FromTensor(bicache::testing::MakeMatrixTensor(type, in, out, w));
-    const size_t n = FewRowsCutover(type, ActiveIntIsa());
+    const size_t n = FewRowsCutover(type, ActiveIntIsa(), ActiveMatmulPrecision());
     if (n == 0) GTEST_SKIP() << "BICACHE_FEW_ROWS=0";
     const auto x = RandomRows(n, in, 4);
     std::vector<float> got(n * out), twin(n * out);
@@ -201,7 +202,7 @@ TEST(KernelsFewRows, RouteTable) {
   using R = LinearRoute;
   const auto bf16 = MatmulPrecision::kBf16, f32 = MatmulPrecision::kF32;
   const auto vnni = IntIsa::kAvx512Vnni, avx2 = IntIsa::kAvx2, none = IntIsa::kNone;
-  const size_t few = FewRowsCutover(TensorType::Q4_K, vnni);
+  const size_t few = FewRowsCutover(TensorType::Q4_K, vnni, bf16);
   if (few == 0) GTEST_SKIP() << "BICACHE_FEW_ROWS=0";
   EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4096, bf16, vnni), R::kGemm);
   EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, true, 1, 4096, f32, avx2), R::kPanels);
@@ -213,8 +214,20 @@ TEST(KernelsFewRows, RouteTable) {
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 1, 4096, bf16, none), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 1, 4096, bf16, none), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_0, true, 1, 96, bf16, vnni), R::kPanels);  // in % 256
-  EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, none), 0u);
-  EXPECT_EQ(FewRowsCutover(TensorType::BF16, vnni), 0u);
+  EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, none, bf16), 0u);
+  EXPECT_EQ(FewRowsCutover(TensorType::BF16, vnni, bf16), 0u);
+  if (!ParseFewRowsOverride(std::getenv("BICACHE_FEW_ROWS") ? std::getenv("BICACHE_FEW_ROWS")
+                                                            : "")) {
+    // The measured table (linear_route.h).
+    EXPECT_EQ(FewRowsCutover(TensorType::Q8_0, vnni, bf16), 8u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q8_0, avx2, bf16), 16u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, vnni, bf16), 16u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, avx2, f32), 32u);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, vnni), R::kInt8Tile);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, avx2), R::kFewRows);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 17, 4096, bf16, vnni), R::kPanels);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 32, 4096, f32, avx2), R::kFewRows);
+  }
 }
 
 TEST(KernelsFewRows, EnvironmentOverride) {

@@ -262,6 +262,7 @@ struct DecIq4Xs {
 template <bool kSigned>
 inline void Prepare(Super* s) {
   if constexpr (kSigned) {
+#pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       if constexpr (kVnni) {
         s->q[c] = _mm256_xor_si256(s->q[c], _mm256_set1_epi8(static_cast<char>(0x80)));
@@ -290,6 +291,7 @@ inline __m256i Dot(const Super& s, int c, __m256i x) {
 // d[c]: the partial sums of values 32c .. 32c + 31. h[0], h[1]: the 16 sums of 16 values, in
 // kLane16's order (hadd pairs lanes within each 128-bit half).
 inline void Sums16(const __m256i* d, __m256i* h) {
+#pragma GCC unroll 2
   for (int i = 0; i < 2; ++i) {
     const __m256i* e = d + 4 * i;
     h[i] = _mm256_hadd_epi32(_mm256_hadd_epi32(e[0], e[1]), _mm256_hadd_epi32(e[2], e[3]));
@@ -316,6 +318,7 @@ inline void ApplySuper(const Super& s, const QuantRows& x, size_t sb, float* acc
   for (size_t r = 0; r < x.n; ++r) {
     const int8_t* xq = x.q + r * x.k + sb * 256;
     __m256i d[8];
+#pragma GCC unroll 8
     for (int c = 0; c < 8; ++c)
       d[c] = Dot<T::kSigned>(s, c, Load32(reinterpret_cast<const uint8_t*>(xq) + 32 * c));
     __m256 v = _mm256_load_ps(acc + 8 * r);
@@ -330,6 +333,7 @@ inline void ApplySuper(const Super& s, const QuantRows& x, size_t sb, float* acc
       const float* px = x.px16 + r * k16 + sb * 16;
       __m256i h[2];
       Sums16(d, h);
+#pragma GCC unroll 2
       for (int i = 0; i < 2; ++i) {
         const __m256 scale =
             _mm256_mul_ps(_mm256_load_ps(s.a + 8 * i), _mm256_loadu_ps(dx + 8 * i));

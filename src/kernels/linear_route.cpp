@@ -45,17 +45,20 @@ const char* LinearRouteName(LinearRoute r) {
   return "?";
 }
 
-size_t FewRowsCutover(format::TensorType type, IntIsa isa) {
+size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision precision) {
   if (isa == IntIsa::kNone || !FewRowsSupports(type, 256)) return 0;
   if (const auto n = FewRowsOverride()) return *n;
-  return 32;
+  if (precision == MatmulPrecision::kF32) return 32;
+  if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni) return 8;
+  return 16;
 }
 
 LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t rows, size_t in,
                               MatmulPrecision precision, IntIsa isa) {
   if (!in_place) return LinearRoute::kGemm;
   if (!IsBlockQuantized(type)) return LinearRoute::kPanels;  // BF16 on the f32 path
-  if (FewRowsSupports(type, in) && rows <= FewRowsCutover(type, isa)) return LinearRoute::kFewRows;
+  if (FewRowsSupports(type, in) && rows <= FewRowsCutover(type, isa, precision))
+    return LinearRoute::kFewRows;
   if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni &&
       precision == MatmulPrecision::kBf16) {
     return LinearRoute::kInt8Tile;

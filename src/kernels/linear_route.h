@@ -1,8 +1,21 @@
 // Which kernel a Linear product runs, per (weight type, activation rows, instruction set): the one
 // place the choice is made (Linear::Forward asks it for every product).
 //
-// Measured on a 2-core AMD EPYC (Zen 4: AVX-512 with VNNI and BF16, no AMX), LLaDA-8B width
-// (docs/benchmarks.md, "Few-row kernels"):
+// Measured on a 2-core AMD EPYC (Zen 4: AVX-512 with VNNI and BF16, no AMX) at LLaDA-8B's FFN
+// input shape (W: [12288, 4096]; bench/kernels_bench.cpp BM_LinearByType, one thread, CPU time, ms;
+// docs/benchmarks.md "Few-row kernels" has the whole table):
+//
+//   rows                     1      8     12     16     24     32
+//   Q4_K few-row (VNNI)    3.6    9.5   18.1   22.0   28.6   32.7
+//   Q4_K bf16 panels      12.4   23.5   24.7   26.9   30.3   29.1
+//   Q8_0 few-row (VNNI)    2.8   10.7   24.4   28.8   38.4   50.2
+//   Q8_0 int8 tile        12.1   11.8   13.0   13.9   14.7   16.2
+//   Q4_K few-row (f32 path, AVX2)                19.2   29.4   35.5
+//   Q4_K f32 panels                              40.3   44.9   50.6
+//
+// hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; every
+// other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs f32):
+// 32. The routes:
 //
 // | weights                        | rows <= FewRowsCutover  | more rows |
 // |--------------------------------|-------------------------|--------------------------------------|
@@ -12,10 +25,6 @@
 // other block types, AVX2 or VNNI| few-row integer kernel  | dequantized panels + oneDNN          |
 // | block types, no AVX2 or off    | dequantized panels      | dequantized panels |
 //
-// "off": BICACHE_INT8=0 (every integer route; BICACHE_INT8=avx2 keeps the AVX2 kernels only, see
-// few_rows.h). The f32 matmul path (BICACHE_MATMUL=f32, AVX2-only CPUs) runs the AVX2 kernels.
-// BICACHE_FEW_ROWS=N replaces the cut-over (0 turns the few-row route off, so every product takes
-// the route it took before that kernel existed; at most kFewRowsMax).
 #pragma once
 
 #include <cstddef>
@@ -36,9 +45,9 @@ enum class LinearRoute {
 };
 const char* LinearRouteName(LinearRoute r);
 
-// The most activation rows the few-row kernel takes for `type` with `isa` (0: never): the table
-// above, or BICACHE_FEW_ROWS.
-size_t FewRowsCutover(format::TensorType type, IntIsa isa);
+// The most activation rows the few-row kernel takes for `type` with `isa` on the `precision` path
+// (0: never): the table above, or BICACHE_FEW_ROWS.
+size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision precision);
 // BICACHE_FEW_ROWS's value: nullopt for "" / "auto", else a row count 0 .. kFewRowsMax; throws
 // Error(kInvalidArgument) naming the variable for anything else.
 std::optional<size_t> ParseFewRowsOverride(std::string_view value);
