@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "kernels/few_rows.h"
+#include "kernels/linear_route.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
@@ -178,5 +180,47 @@ void BM_DequantizeRowBf16(benchmark::State& state) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_DequantizeRowBf16)->Arg(8)->Arg(2)->Arg(12)->Arg(13)->Arg(14)->Arg(23)->Arg(30);
+
+// Linear at LLaDA-8B's FFN input shape (W: [12288, 4096]) per stored type and row count, through
+// whatever route kernels/linear_route.h picks (the label; BICACHE_FEW_ROWS / BICACHE_INT8 change
+// it): "wGB/s" is W's bytes over the time, to hold against the machine's read bandwidth. Random
+// blocks as above. Args: the ggml type number, n.
+void BM_LinearByType(benchmark::State& state) {
+  using bicache::format::TensorType;
+  const auto type = static_cast<TensorType>(state.range(0));
+  const size_t n = state.range(1), in = 4096, out = 12288;
+  uint64_t elems = 0, bytes = 0;
+  bicache::format::TensorTypeLayout(type, &elems, &bytes);
+  const size_t row_bytes = in / elems * bytes;
+  std::mt19937 rng(7);
+  std::vector<uint8_t> q(out * row_bytes);
+  for (auto& b : q) b = static_cast<uint8_t>(rng() & 0x3B);
+  bicache::format::TensorInfo t;
+  t.name = "bench.weight";
+  t.ne = {in, out};
+  t.type = type;
+  t.n_elements = in * out;
+  t.n_bytes = q.size();
+  t.data = q.data();
+  const Linear lin = Linear::FromTensor(t);
+  const auto x = Random(n * in, 2);
+  std::vector<float> y(n * out);
+  lin.Forward(x.data(), n, y.data());
+  for (auto _ : state) {
+    lin.Forward(x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const bool in_place =
+      type != TensorType::BF16 || ActiveMatmulPrecision() == MatmulPrecision::kF32;
+  state.SetLabel(bicache::format::TensorTypeName(type) + " " +
+                 LinearRouteName(ChooseLinearRoute(type, in_place, n, in, ActiveMatmulPrecision(),
+                                                   ActiveIntIsa())));
+  state.counters["wGB/s"] = benchmark::Counter(static_cast<double>(q.size()) * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_LinearByType)
+    ->ArgsProduct({{12, 14, 8, 13, 30}, {1, 8, 12, 16, 24, 32}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

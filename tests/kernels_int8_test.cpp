@@ -111,7 +111,7 @@ TEST(KernelsInt8, ProductMatchesScalarTwinAndExactProduct) {
 
 TEST(KernelsInt8, LinearTakesTheRouteForQ8_0) {
   SKIP_WITHOUT_VNNI();
-  const size_t in = 128, out = 40, n = 9;
+  const size_t in = 128, out = 40, n = 40;  // n above the few-row cut-over: the tile route
   const auto w = RandomQ8_0(out, in, 3);
   const Linear lin =
       Linear::FromTensor(bicache::testing::MakeMatrixTensor(TensorType::Q8_0, in, out, w));

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "format/gguf.h"
-#include "kernels/int8_gemm.h"
+#include "kernels/few_rows.h"
+#include "kernels/linear_route.h"
 #include "kernels/matmul.h"
 #include "kernels/reference.h"
 #include "test_util.h"
@@ -127,16 +128,15 @@ TEST(KernelsQuant, PartialBlocksAndUnreadableTypesAreErrors) {
 
 using bicache::testing::MakeMatrixTensor;
 
-// A quantized Linear (dequantized panel by panel at each product) gives what the same weights
-// give converted to bf16 at load: same operands, so only oneDNN's summation order may differ.
+// A quantized Linear on the panel route (dequantized panel by panel at each product) gives what the
+// same weights give converted to bf16 at load: same operands, so only oneDNN's summation order may
+// differ.
 TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
   // out 600 spans several panels and a ragged last one; n covers the run-time-M and fixed-M paths.
   const size_t in = 512, out = 600;
   for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::IQ4_XS,
                           TensorType::Q5_0, TensorType::BF16}) {
     SCOPED_TRACE(format::TensorTypeName(type));
-    if (type == TensorType::Q8_0 && Int8RouteAvailable())
-      continue;  // the int8 route: kernels_int8_test.cpp
     std::vector<uint8_t> bytes;
     if (type == TensorType::BF16) {
       std::mt19937 rng(3);
@@ -157,6 +157,12 @@ TEST(KernelsQuant, QuantizedLinearMatchesDequantizedWeights) {
     EXPECT_EQ(quantized.storage_type(), type);
     EXPECT_EQ(quantized.owned_bytes(), 0u);  // read in place, never expanded
     for (size_t n : {1, 17, 64, 130}) {
+      // The integer routes round the activations to 8 bits: kernels_few_rows_test.cpp and
+      // kernels_int8_test.cpp test them.
+      if (ChooseLinearRoute(type, true, n, in, ActiveMatmulPrecision(), ActiveIntIsa()) !=
+          LinearRoute::kPanels) {
+        continue;
+      }
       std::mt19937 rng(static_cast<uint32_t>(n));
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> x(n * in), a(n * out, -1.0f), b(n * out, -2.0f);

@@ -12,6 +12,11 @@
 // the attention kernel alone at n; the rest of the forward (norms, RoPE, SwiGLU, residuals,
 // embedding, copies) is the remainder.
 //
+// The weights-read bound: no forward can take less than reading its matrices once
+// (harness::ForwardWeightBytes: every matrix but the gathered token embedding) at the machine's
+// read bandwidth, measured at start with the forwards' threads (harness::MeasureReadBandwidth);
+// each row prints it and the forward's median time over it ("x bound").
+//
 // Without -m the model is synthetic (harness/synthetic_model.h): llada, d 1024, 16 heads x 64,
 // d_ff 2816, 4 layers, vocab 2048, BF16 matrices, each adjustable with --synthetic-*;
 // --synthetic-experts E --synthetic-experts-used K --synthetic-expert-ff F makes it a llada-moe
@@ -48,8 +53,12 @@ format::TensorType ParseMatrixType(const std::string& s) {
   if (s == "f16") return format::TensorType::F16;
   if (s == "q8_0") return format::TensorType::Q8_0;
   if (s == "q4_0") return format::TensorType::Q4_0;
-  throw Error(ErrorKind::kInvalidArgument,
-              "--synthetic-type: '" + s + "' is not one of bf16, f32, f16, q8_0, q4_0");
+  if (s == "q4_k") return format::TensorType::Q4_K;
+  if (s == "q5_k") return format::TensorType::Q5_K;
+  if (s == "q6_k") return format::TensorType::Q6_K;
+  throw Error(ErrorKind::kInvalidArgument, "--synthetic-type: '" + s +
+                                               "' is not one of bf16, f32, f16, q8_0, q4_0, "
+                                               "q4_k, q5_k, q6_k");
 }
 
 }  // namespace
@@ -101,7 +110,7 @@ Runner AddBenchForward(CLI::App& app) {
   cmd->add_option("--synthetic-vocab", o->spec.n_vocab, "synthetic model: vocabulary size")
       ->capture_default_str();
   cmd->add_option("--synthetic-type", o->type,
-                  "synthetic model: matrix type (bf16, f32, f16, q8_0, q4_0)")
+                  "synthetic model: matrix type (bf16, f32, f16, q8_0, q4_0, q4_k, q5_k, q6_k)")
       ->capture_default_str();
   return [=]() {
     ApplyThreads(o->threads);
@@ -129,6 +138,7 @@ Runner AddBenchForward(CLI::App& app) {
     for (int n : lengths) {
       rows.push_back(harness::MeasureForward(*m, n, o->logit_rows, o->repeats, o->gemm_iters,
                                              !o->no_breakdown));
+      rows.back().bound_ms = setup.BoundMs();
       harness::PrintForwardBenchRow(rows.back());
     }
     harness::PrintForwardBenchSummary(setup, rows);

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <omp.h>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -19,6 +23,9 @@ using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// MeasureReadBandwidth's sums are stored here, so the reads cannot be dropped.
+volatile uint64_t g_read_sink = 0;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -89,6 +96,37 @@ double IsolatedAttentionMs(const model::Model& m, int n, int repeats) {
 }
 
 }  // namespace
+
+double MeasureReadBandwidth(int passes) {
+  constexpr size_t kWords = (256u << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(kWords);
+  const long n = static_cast<long>(kWords);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);  // paged in
+  double best = 0;
+  for (int p = 0; p < std::max(1, passes); ++p) {
+    uint64_t sum = 0;
+    const auto t0 = Clock::now();
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+    for (long i = 0; i < n; ++i) sum += buf[static_cast<size_t>(i)];
+    const double s = Seconds(t0);
+    g_read_sink = sum;
+    best = std::max(best, static_cast<double>(kWords * sizeof(uint64_t)) / s);
+  }
+  return best;
+}
+
+uint64_t ForwardWeightBytes(const model::Model& m) {
+  const format::GgufFile& f = m.file();
+  const bool tied = f.FindTensor("output.weight") == nullptr;
+  uint64_t bytes = 0;
+  for (const auto& t : f.tensors()) {
+    if (t.ne.size() < 2 || t.ne[1] <= 1) continue;
+    if (t.name == "token_embd.weight" && !tied) continue;
+    bytes += t.n_bytes;
+  }
+  return bytes;
+}
 
 ForwardBenchRow MeasureForward(const model::Model& m, int n, int logit_rows_flag, int repeats,
                                int gemm_iters, bool breakdown) {

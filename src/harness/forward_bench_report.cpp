@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "kernels/few_rows.h"
 #include "kernels/matmul.h"
 #include "util/proc_stats.h"
 
@@ -34,7 +35,14 @@ ForwardBenchSetup DescribeForwardBench(const model::Model& m, const std::string&
   s.gemm_iters = gemm_iters;
   s.breakdown = breakdown;
   s.matmul_precision = kernels::MatmulPrecisionName(kernels::ActiveMatmulPrecision());
+  s.int_isa = kernels::IntIsaName(kernels::ActiveIntIsa());
+  s.weight_bytes = ForwardWeightBytes(m);
+  s.read_bytes_per_s = MeasureReadBandwidth(5);
   return s;
+}
+
+double ForwardBenchSetup::BoundMs() const {
+  return read_bytes_per_s > 0 ? static_cast<double>(weight_bytes) / read_bytes_per_s * 1e3 : 0;
 }
 
 std::string TensorTypeSummary(const format::GgufFile& f) {
@@ -75,14 +83,20 @@ void PrintForwardBenchHeader(const ForwardBenchSetup& s) {
       "yardstick: oneDNN "
       "%s [n x %d] * [%d x %d], %d iters per run\n\n",
       s.threads, s.repeats, s.matmul_precision.c_str(), c.d_model, c.d_model, c.d_ff, s.gemm_iters);
-  std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s\n", "tokens", "logits", "ms/fwd", "best ms",
-              "mm GFLOP", "att GFLOP", "fwd GF/s", "GEMM GF/s", "ratio", "best ratio");
+  std::printf(
+      "integer routes: %s; weights-read bound: %.1f MB of matrices / %.1f GB/s read bandwidth "
+      "(measured, %d threads) = %.1f ms per forward\n\n",
+      s.int_isa.c_str(), Mb(s.weight_bytes), s.read_bytes_per_s / 1e9, s.threads, s.BoundMs());
+  std::printf("%7s %7s %9s %9s %9s %9s %9s %9s %6s %10s %9s %8s\n", "tokens", "logits", "ms/fwd",
+              "best ms", "mm GFLOP", "att GFLOP", "fwd GF/s", "GEMM GF/s", "ratio", "best ratio",
+              "bound ms", "x bound");
 }
 
 void PrintForwardBenchRow(const ForwardBenchRow& r) {
-  std::printf("%7d %7d %9.1f %9.1f %9.2f %9.2f %9.1f %9.1f %6.2f %10.2f\n", r.tokens, r.logit_rows,
-              r.ms_median, r.ms_best, r.matmul_gflop, r.attention_gflop, r.fwd_gflops,
-              r.gemm_gflops, r.fwd_gflops / r.gemm_gflops, r.fwd_gflops_best / r.gemm_gflops_best);
+  std::printf("%7d %7d %9.1f %9.1f %9.2f %9.2f %9.1f %9.1f %6.2f %10.2f %9.1f %8.2f\n", r.tokens,
+              r.logit_rows, r.ms_median, r.ms_best, r.matmul_gflop, r.attention_gflop, r.fwd_gflops,
+              r.gemm_gflops, r.fwd_gflops / r.gemm_gflops, r.fwd_gflops_best / r.gemm_gflops_best,
+              r.bound_ms, r.bound_ms > 0 ? r.ms_median / r.bound_ms : 0.0);
   std::fflush(stdout);
 }
 
@@ -118,7 +132,9 @@ nlohmann::json ForwardBenchRowJson(const ForwardBenchRow& r, bool breakdown) {
                       {"ratio", r.fwd_gflops / r.gemm_gflops},
                       {"forward_gflops_best", r.fwd_gflops_best},
                       {"gemm_gflops_best", r.gemm_gflops_best},
-                      {"ratio_best", r.fwd_gflops_best / r.gemm_gflops_best}};
+                      {"ratio_best", r.fwd_gflops_best / r.gemm_gflops_best},
+                      {"bound_ms", r.bound_ms},
+                      {"ratio_to_bound", r.bound_ms > 0 ? r.ms_median / r.bound_ms : 0.0}};
   if (breakdown) {
     e["breakdown_ms"] = {
         {"matmul", r.ms_matmul}, {"attention", r.ms_attention}, {"other", r.ms_other}};
@@ -149,6 +165,9 @@ nlohmann::json ForwardBenchJson(const ForwardBenchSetup& s,
   j["repeats"] = s.repeats;
   j["gemm_iters"] = s.gemm_iters;
   j["matmul_precision"] = s.matmul_precision;
+  j["int_isa"] = s.int_isa;
+  j["weight_bytes"] = s.weight_bytes;
+  j["read_bytes_per_s"] = s.read_bytes_per_s;
   for (const ForwardBenchRow& r : rows) j["results"].push_back(ForwardBenchRowJson(r, s.breakdown));
   return j;
 }

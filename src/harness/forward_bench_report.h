@@ -26,6 +26,11 @@ struct ForwardBenchSetup {
   int repeats = 0, gemm_iters = 0;
   bool breakdown = true;
   std::string matmul_precision;  // the GEMM yardstick's ("bf16" or "f32")
+  std::string int_isa;           // the integer routes' instruction set (kernels::ActiveIntIsa)
+  uint64_t weight_bytes = 0;     // ForwardWeightBytes: what one forward reads at least
+  double read_bytes_per_s = 0;   // MeasureReadBandwidth with the forwards' threads
+  // weight_bytes / read_bytes_per_s in ms: no forward can beat it (ForwardBenchRow::bound_ms).
+  double BoundMs() const;
 };
 
 // The setup of a run on `m`, read right after loading it (resident memory, threads, precision).

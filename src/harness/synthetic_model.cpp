@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "format/quantize.h"
 #include "util/error.h"
 
 namespace bicache::harness {
@@ -89,14 +90,19 @@ std::unique_ptr<model::Model> MakeSyntheticLlada(const SyntheticSpec& s) {
                                        " is not a multiple of n_head " + std::to_string(s.n_head));
   Check(s.n_head % s.n_kv_head == 0, "n_head is not a multiple of n_kv_head");
   Check((s.d_model / s.n_head) % 2 == 0, "head_dim must be even (RoPE)");
-  const bool quant = s.matrix_type == TensorType::Q8_0 || s.matrix_type == TensorType::Q4_0;
-  Check(!quant || (s.d_model % 32 == 0 && s.d_ff % 32 == 0),
-        "quantised matrices need d_model and d_ff multiples of 32");
+  uint64_t block = 1, block_bytes = 0;
+  Check(format::TensorTypeLayout(s.matrix_type, &block, &block_bytes) &&
+            format::CanEncode(s.matrix_type),
+        "matrix type " + format::TensorTypeName(s.matrix_type) + " cannot be encoded");
+  const bool quant = block > 1;
+  const std::string blocks = "multiples of " + std::to_string(block);
+  Check(!quant || (s.d_model % block == 0 && s.d_ff % block == 0),
+        "quantised matrices need d_model and d_ff " + blocks);
 
   const bool moe = s.n_expert > 0;
   Check(!moe || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.d_ff_exp >= 1),
         "a mixture of experts needs 1 <= n_expert_used <= n_expert and d_ff_exp >= 1");
-  Check(!quant || !moe || s.d_ff_exp % 32 == 0, "quantised experts need d_ff_exp a multiple of 32");
+  Check(!quant || !moe || s.d_ff_exp % block == 0, "quantised experts need d_ff_exp " + blocks);
 
   const std::string arch = moe ? "llada-moe" : "llada", p = arch + ".";
   format::GgufWriter w;

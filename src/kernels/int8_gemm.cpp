@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/few_rows.h"
 #include "kernels/matmul.h"
 #include "util/error.h"
 #include "util/grow.h"
@@ -138,11 +139,8 @@ BICACHE_VNNI void QuantizeRowsVnni(const float* x, size_t n, size_t k, int8_t* q
 }  // namespace
 
 bool Int8RouteAvailable() {
-  static const bool on = [] {
-    const char* env = std::getenv("BICACHE_INT8");
-    if (env != nullptr && std::string(env) == "0") return false;
-    return CpuHasVnni() && ActiveMatmulPrecision() == MatmulPrecision::kBf16;
-  }();
+  static const bool on = ActiveIntIsa() == IntIsa::kAvx512Vnni && CpuHasVnni() &&
+                         ActiveMatmulPrecision() == MatmulPrecision::kBf16;
   return on;
 }
 

@@ -10,8 +10,9 @@
 
 namespace bicache::kernels {
 
-// Whether Linear takes the int8 route for Q8_0 weights: the CPU has AVX512-VNNI and AVX512BW, the
-// bf16 matmul path is active, and BICACHE_INT8 is not "0" (read once).
+// Whether the Q8_0 tile route can run: ActiveIntIsa() is AVX512-VNNI (so BICACHE_INT8 is not "0"
+// or "avx2") and the bf16 matmul path is active. Linear takes it above FewRowsCutover's rows
+// (kernels/linear_route.h).
 bool Int8RouteAvailable();
 
 // Per-32 quantization of activations x: [n, k] (k a multiple of 32) into q: [n, k] int8, d: [n,

@@ -36,7 +36,9 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/few_rows.h"
 #include "kernels/int8_gemm.h"
+#include "kernels/linear_route.h"
 #include "kernels/ops.h"
 #include "util/error.h"
 #include "util/grow.h"
@@ -394,8 +396,14 @@ Linear Linear::FromTensor(const format::TensorInfo& t) {
 void Linear::Forward(const float* x, size_t n, float* y) const {
   if (!impl_) throw Error(ErrorKind::kInternal, "linear: Forward on an empty Linear");
   if (n == 0) return;
-  if (impl_->type == format::TensorType::Q8_0 && impl_->panel_src != nullptr &&
-      Int8RouteAvailable()) {
+  const LinearRoute route = ChooseLinearRoute(impl_->type, impl_->panel_src != nullptr, n,
+                                              impl_->in, impl_->precision, ActiveIntIsa());
+  if (route == LinearRoute::kFewRows) {
+    FewRowsForward(ActiveIntIsa(), impl_->type, x, n, impl_->in, impl_->panel_src, impl_->row_bytes,
+                   impl_->out, y);
+    return;
+  }
+  if (route == LinearRoute::kInt8Tile) {
     Int8ForwardQ8_0(x, n, impl_->in, impl_->panel_src, impl_->row_bytes, impl_->out, y);
     return;
   }
@@ -407,7 +415,7 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   if (impl_->precision == MatmulPrecision::kF32) {
     thread_local std::vector<float> xf;
     const float* xw = Widened(xf, xs, n * impl_->in);
-    if (impl_->panel_src != nullptr) {
+    if (route == LinearRoute::kPanels) {
       PanelForward(*impl_, xs, xw, n, y);
       return;
     }
@@ -415,7 +423,7 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
              DataType::f32, "linear");
     return;
   }
-  if (impl_->panel_src != nullptr) {
+  if (route == LinearRoute::kPanels) {
     PanelForward(*impl_, xs, nullptr, n, y);
     return;
   }

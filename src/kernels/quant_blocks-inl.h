@@ -20,7 +20,7 @@ constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
 
 // Q4_K / Q5_K: scale and min of sub-block j (0..7) from the 12 packed bytes (6 bits each).
-void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
+inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   if (j < 4) {
     *sc = q[j] & 63;
     *m = q[j + 4] & 63;

@@ -220,21 +220,218 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
   for (size_t i = 0; i < n / block_elems; ++i) block(b + i * block_bytes, dst + i * block_elems);
 }
 
+namespace {
+
+// Per-32 activation quantization of one row (absmax / 127; nearbyint of x * (127 / absmax) in
+// float): q[k] and the block scales d[k / 32].
+void QuantizeRowQ8(const float* xr, size_t k, int* q, float* d) {
+  for (size_t kb = 0; kb < k / 32; ++kb) {
+    float amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xr[kb * 32 + j]));
+    const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
+    for (size_t j = 0; j < 32; ++j)
+      q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
+    d[kb] = amax == 0.0f ? 0.0f : amax / 127.0f;
+  }
+}
+
+// v[32c + j] for the two nibbles of 16 bytes (j < 16: low, else high).
+void Nibbles(const uint8_t* p, int* v) {
+  for (int j = 0; j < 16; ++j) {
+    v[j] = p[j] & 0x0F;
+    v[j + 16] = p[j] >> 4;
+  }
+}
+
+int DecodeKQuant(format::TensorType type, const uint8_t* b, int* v, float* a, float* s) {
+  using T = format::TensorType;
+  switch (type) {
+    case T::Q4_K:
+    case T::Q5_K: {
+      const bool five = type == T::Q5_K;
+      const float d = HalfAt(b), dmin = HalfAt(b + 2);
+      const uint8_t* qh = b + 16;
+      const uint8_t* qs = b + (five ? 48 : 16);
+      for (int p = 0; p < 4; ++p) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t q = qs[32 * p + l];
+          v[64 * p + l] = (q & 0x0F) | (five ? ((qh[l] >> (2 * p)) & 1) << 4 : 0);
+          v[64 * p + 32 + l] = (q >> 4) | (five ? ((qh[l] >> (2 * p + 1)) & 1) << 4 : 0);
+        }
+      }
+      for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        ScaleMinK4(j, b + 4, &sc, &m);
+        a[j] = d * static_cast<float>(sc);
+        s[j] = dmin * static_cast<float>(m);
+      }
+      return 32;
+    }
+    case T::Q6_K: {
+      const float d = HalfAt(b + 208);
+      const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = b + 64 * h;
+        const uint8_t* qh = b + 128 + 32 * h;
+        for (int l = 0; l < 32; ++l) {
+          v[128 * h + l] = (ql[l] & 0x0F) | (qh[l] & 3) << 4;
+          v[128 * h + 32 + l] = (ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4;
+          v[128 * h + 64 + l] = (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4;
+          v[128 * h + 96 + l] = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4;
+        }
+      }
+      for (int j = 0; j < 16; ++j) {
+        a[j] = d * static_cast<float>(sc[j]);
+        s[j] = 32.0f * a[j];
+      }
+      return 16;
+    }
+    case T::Q3_K: {
+      const uint8_t* hm = b;
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+          for (int l = 0; l < 32; ++l) {
+            v[128 * h + 32 * k + l] =
+                ((b[32 + 32 * h + l] >> (2 * k)) & 3) + 4 * ((hm[l] >> (4 * h + k)) & 1);
+          }
+        }
+      }
+      const float d = HalfAt(b + 108);
+      const uint8_t* sb = b + 96;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = j < 8 ? (sb[j] & 0x0F) : (sb[j - 8] >> 4);
+        const int hi = (sb[8 + j % 4] >> (2 * (j / 4))) & 3;
+        a[j] = d * static_cast<float>((lo | (hi << 4)) - 32);
+        s[j] = 4.0f * a[j];
+      }
+      return 16;
+    }
+    case T::Q2_K: {
+      for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 4; ++k)
+          for (int l = 0; l < 32; ++l)
+            v[128 * h + 32 * k + l] = (b[16 + 32 * h + l] >> (2 * k)) & 3;
+      const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
+      for (int j = 0; j < 16; ++j) {
+        a[j] = d * static_cast<float>(b[j] & 0x0F);
+        s[j] = dmin * static_cast<float>(b[j] >> 4);
+      }
+      return 16;
+    }
+    case T::IQ4_XS: {
+      const float d = HalfAt(b);
+      uint16_t scales_h;
+      std::memcpy(&scales_h, b + 2, 2);
+      for (int ib = 0; ib < 8; ++ib) {
+        Nibbles(b + 8 + 16 * ib, v + 32 * ib);
+        for (int j = 0; j < 32; ++j) v[32 * ib + j] = kIq4Values[v[32 * ib + j]];
+        const int ls =
+            ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((scales_h >> (2 * ib)) & 3) << 4);
+        a[ib] = d * static_cast<float>(ls - 32);
+        s[ib] = 0.0f;
+      }
+      return 32;
+    }
+    default:
+      return 0;
+  }
+}
+
+// One 32-value block of a legacy type into v[32], a, s; false for another type.
+bool DecodeBlock32(format::TensorType type, const uint8_t* b, int* v, float* a, float* s) {
+  using T = format::TensorType;
+  switch (type) {
+    case T::Q8_0:
+      for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(b[2 + j]);
+      *a = HalfAt(b);
+      *s = 0.0f;
+      return true;
+    case T::Q4_0:
+    case T::IQ4_NL:
+      Nibbles(b + 2, v);
+      *a = HalfAt(b);
+      *s = 8.0f * *a;
+      if (type == T::IQ4_NL) {
+        for (int j = 0; j < 32; ++j) v[j] = kIq4Values[v[j]];
+        *s = 0.0f;
+      }
+      return true;
+    case T::Q4_1:
+      Nibbles(b + 4, v);
+      *a = HalfAt(b);
+      *s = -HalfAt(b + 2);
+      return true;
+    case T::Q5_0:
+    case T::Q5_1: {
+      const bool one = type == T::Q5_1;
+      uint32_t qh;
+      std::memcpy(&qh, b + (one ? 4 : 2), 4);
+      Nibbles(b + (one ? 8 : 6), v);
+      for (int j = 0; j < 32; ++j) v[j] |= static_cast<int>((qh >> j) & 1) << 4;
+      *a = HalfAt(b);
+      *s = one ? -HalfAt(b + 2) : 16.0f * *a;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int DecodeIntSuperblock(format::TensorType type, const uint8_t* sb, int* v, float* a, float* b) {
+  if (const int sub = DecodeKQuant(type, sb, v, a, b); sub != 0) return sub;
+  uint64_t block_elems = 0, block_bytes = 0;
+  if (!format::TensorTypeLayout(type, &block_elems, &block_bytes) || block_elems != 32) return 0;
+  for (int c = 0; c < 8; ++c) {
+    if (!DecodeBlock32(type, sb + c * block_bytes, v + 32 * c, a + c, b + c)) return 0;
+  }
+  return 32;
+}
+
+void FewRowsProduct(format::TensorType type, const float* x, size_t n, size_t in, const uint8_t* w,
+                    size_t row_bytes, size_t out, float* y) {
+  uint64_t block_elems = 0, block_bytes = 0;
+  format::TensorTypeLayout(type, &block_elems, &block_bytes);
+  const size_t super_bytes = block_bytes * 256 / block_elems;
+  std::vector<int> q(in), v(256);
+  std::vector<float> d(in / 32);
+  float a[16], b[16];
+  for (size_t r = 0; r < n; ++r) {
+    QuantizeRowQ8(x + r * in, in, q.data(), d.data());
+    for (size_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (size_t sb = 0; sb < in / 256; ++sb) {
+        const int sub =
+            DecodeIntSuperblock(type, w + o * row_bytes + sb * super_bytes, v.data(), a, b);
+        if (sub == 0) {
+          throw Error(
+              ErrorKind::kUnsupported,
+              "reference few-row product: no integer decoder for " + format::TensorTypeName(type));
+        }
+        for (int j = 0; j < 256 / sub; ++j) {
+          int64_t dot = 0, sum = 0;
+          for (int i = j * sub; i < (j + 1) * sub; ++i) {
+            dot += static_cast<int64_t>(v[i]) * q[sb * 256 + i];
+            sum += q[sb * 256 + i];
+          }
+          const double dx = d[(sb * 256 + static_cast<size_t>(j * sub)) / 32];
+          acc += static_cast<double>(a[j]) * dx * static_cast<double>(dot) -
+                 static_cast<double>(b[j]) * dx * static_cast<double>(sum);
+        }
+      }
+      y[r * out + o] = static_cast<float>(acc);
+    }
+  }
+}
+
 void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
                      size_t out, float* y) {
   const size_t kbs = in / 32;
   std::vector<int> q(in);
   std::vector<float> d(kbs);
   for (size_t r = 0; r < n; ++r) {
-    const float* xr = x + r * in;
-    for (size_t kb = 0; kb < kbs; ++kb) {
-      float amax = 0;
-      for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xr[kb * 32 + j]));
-      const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
-      for (size_t j = 0; j < 32; ++j)
-        q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
-      d[kb] = amax == 0.0f ? 0.0f : amax / 127.0f;
-    }
+    QuantizeRowQ8(x + r * in, in, q.data(), d.data());
     for (size_t o = 0; o < out; ++o) {
       const uint8_t* row = w + o * row_bytes;
       double acc = 0;

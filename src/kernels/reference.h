@@ -61,6 +61,21 @@ void DequantizeRow(format::TensorType type, const void* src, float* dst, size_t 
 void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size_t row_bytes,
                      size_t out, float* y);
 
+// The few-row route's weights (kernels/few_rows.h), one superblock of 256 values at a time: the
+// integers v[256] and, per sub-block j of `sub` values (16 or 32; the return value), a scale a[j]
+// and an offset b[j] with w = a v - b (bit-for-bit what the decoders' float arithmetic gives, up
+// to one rounding of a v). Unsigned v for every type but Q8_0, IQ4_NL and IQ4_XS (their signed
+// quants). Returns 0 for a type the route does not take. `sb` points at the superblock (8 blocks
+// of a 32-value type).
+int DecodeIntSuperblock(format::TensorType type, const uint8_t* sb, int* v, float* a, float* b);
+
+// kernels::FewRowsForward's arithmetic, one value at a time: x quantized per 32 as in
+// Q8_0ProductInt8, W decoded by DecodeIntSuperblock, and per sub-block
+//   y += a dx sum(v q) - b dx sum(q)
+// (dx the scale of the 32-value activation block holding the sub-block), summed in double.
+void FewRowsProduct(format::TensorType type, const float* x, size_t n, size_t in, const uint8_t* w,
+                    size_t row_bytes, size_t out, float* y);
+
 // y[n, out] = x[n, in] * W^T with W: [out, in] float32, accumulated in double.
 void MatMulNT(const float* x, const float* w, float* y, size_t n, size_t in, size_t out);
 

@@ -1,0 +1,69 @@
+#include "kernels/linear_route.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "util/error.h"
+
+namespace bicache::kernels {
+namespace {
+
+std::optional<size_t> FewRowsOverride() {
+  static const std::optional<size_t> v = [] {
+    const char* env = std::getenv("BICACHE_FEW_ROWS");
+    return ParseFewRowsOverride(env == nullptr ? "" : env);
+  }();
+  return v;
+}
+
+}  // namespace
+
+std::optional<size_t> ParseFewRowsOverride(std::string_view value) {
+  if (value.empty() || value == "auto") return std::nullopt;
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size() || n > kFewRowsMax) {
+    throw Error(ErrorKind::kInvalidArgument, "BICACHE_FEW_ROWS must be auto or a row count 0.." +
+                                                 std::to_string(kFewRowsMax) + ", got '" +
+                                                 std::string(value) + "'");
+  }
+  return n;
+}
+
+const char* LinearRouteName(LinearRoute r) {
+  switch (r) {
+    case LinearRoute::kGemm:
+      return "gemm";
+    case LinearRoute::kPanels:
+      return "panels";
+    case LinearRoute::kInt8Tile:
+      return "int8-tile";
+    case LinearRoute::kFewRows:
+      return "few-rows";
+  }
+  return "?";
+}
+
+size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision precision) {
+  if (isa == IntIsa::kNone || !FewRowsSupports(type, 256)) return 0;
+  if (const auto n = FewRowsOverride()) return *n;
+  if (precision == MatmulPrecision::kF32) return 32;
+  if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni) return 8;
+  return 16;
+}
+
+LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t rows, size_t in,
+                              MatmulPrecision precision, IntIsa isa) {
+  if (!in_place) return LinearRoute::kGemm;
+  if (!IsBlockQuantized(type)) return LinearRoute::kPanels;  // BF16 on the f32 path
+  if (FewRowsSupports(type, in) && rows <= FewRowsCutover(type, isa, precision))
+    return LinearRoute::kFewRows;
+  if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni &&
+      precision == MatmulPrecision::kBf16) {
+    return LinearRoute::kInt8Tile;
+  }
+  return LinearRoute::kPanels;
+}
+
+}  // namespace bicache::kernels

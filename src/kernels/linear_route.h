@@ -1,0 +1,61 @@
+// Which kernel a Linear product runs, per (weight type, activation rows, instruction set): the one
+// place the choice is made (Linear::Forward asks it for every product).
+//
+// Measured on a 2-core AMD EPYC (Zen 4: AVX-512 with VNNI and BF16, no AMX) at LLaDA-8B's FFN
+// input shape (W: [12288, 4096]; bench/kernels_bench.cpp BM_LinearByType, one thread, CPU time, ms;
+// docs/benchmarks.md "Few-row kernels" has the whole table):
+//
+//   rows                     1      8     12     16     24     32
+//   Q4_K few-row (VNNI)    3.6    9.5   18.1   22.0   28.6   32.7
+//   Q4_K bf16 panels      12.4   23.5   24.7   26.9   30.3   29.1
+//   Q8_0 few-row (VNNI)    2.8   10.7   24.4   28.8   38.4   50.2
+//   Q8_0 int8 tile        12.1   11.8   13.0   13.9   14.7   16.2
+//   Q4_K few-row (f32 path, AVX2)                19.2   29.4   35.5
+//   Q4_K f32 panels                              40.3   44.9   50.6
+//
+// hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; every
+// other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs f32):
+// 32. The routes:
+//
+// | weights                        | rows <= FewRowsCutover  | more rows |
+// |--------------------------------|-------------------------|--------------------------------------|
+// | BF16 (bf16 path), F32, F16     | oneDNN GEMM on W        | oneDNN GEMM on W | | BF16 on the f32
+// path           | f32 panels + oneDNN     | f32 panels + oneDNN                  | | Q8_0,
+// AVX512-VNNI, bf16 path   | few-row integer kernel  | Q8_0 int8 tile (int8_gemm.h)         | |
+// other block types, AVX2 or VNNI| few-row integer kernel  | dequantized panels + oneDNN          |
+// | block types, no AVX2 or off    | dequantized panels      | dequantized panels |
+//
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include "format/gguf.h"
+#include "kernels/few_rows.h"
+#include "kernels/matmul.h"
+
+namespace bicache::kernels {
+
+enum class LinearRoute {
+  kGemm,      // oneDNN on the weight matrix itself (BF16 read in place, or converted at load)
+  kPanels,    // panels of rows dequantized to bf16 (f32 path: widened), then oneDNN per panel
+  kInt8Tile,  // Q8_0 on AVX512-VNNI: packed panels, 4 x 32 vpdpbusd tiles (int8_gemm.h)
+  kFewRows,   // few_rows.h: every superblock read once and applied to all rows
+};
+const char* LinearRouteName(LinearRoute r);
+
+// The most activation rows the few-row kernel takes for `type` with `isa` on the `precision` path
+// (0: never): the table above, or BICACHE_FEW_ROWS.
+size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision precision);
+// BICACHE_FEW_ROWS's value: nullopt for "" / "auto", else a row count 0 .. kFewRowsMax; throws
+// Error(kInvalidArgument) naming the variable for anything else.
+std::optional<size_t> ParseFewRowsOverride(std::string_view value);
+
+// The route of y[rows, out] = x[rows, in] * W^T for W stored as `type`; `in_place` says W is
+// read from the file's blocks (block types, and BF16 on the f32 path) rather than held as one
+// bf16/f32 matrix.
+LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t rows, size_t in,
+                              MatmulPrecision precision, IntIsa isa);
+
+}  // namespace bicache::kernels
