@@ -82,11 +82,20 @@ std::string AllowedMethods(const std::string& path) {
 class WorkerServer : public httplib::Server {
  public:
   void Adopt(int fd) { svr_sock_ = fd; }
-  // stop() closes the socket only while the accept loop runs: close it when it never ran.
+  // The accept loop until stop().
+  void Run() {
+    ran_.store(true);
+    listen_after_bind();
+  }
+  // The accept loop closes the socket when it ends (stop(), or an accept error): close it here
+  // only when the loop never ran.
   ~WorkerServer() override {
     const int fd = svr_sock_.exchange(INVALID_SOCKET);
-    if (fd != INVALID_SOCKET) close(fd);
+    if (fd != INVALID_SOCKET && !ran_.load()) close(fd);
   }
+
+ private:
+  std::atomic<bool> ran_{false};
 };
 
 Server::Server(ServerOptions options)
@@ -168,7 +177,7 @@ std::string Server::load_error() const {
 }
 
 void Server::Serve() {
-  std::thread workers([this] { http_->listen_after_bind(); });
+  std::thread workers([this] { http_->Run(); });
   front_->Run();
   workers.join();
 }
@@ -186,6 +195,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   // Finish (or cancel) the requests first: their handlers are then answered and return, the
   // front end relays those answers, and stopping the listener joins the handler threads.
+  scheduler_stopping_.store(true);
   if (scheduler_) {
     scheduler_->Stop(std::max(std::chrono::milliseconds(0),
                               std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -233,10 +243,11 @@ void Server::InstallGate() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    // Not while shutting down: what reaches httplib then was relayed before the signal and gets
-    // the grace (the front end answers later requests itself).
-    if (!ready()) {
-      SendError(res, Unavailable("the model is loading"));
+    // Draining alone does not refuse: what reaches httplib then was relayed before the signal and
+    // gets the grace (the front end answers later requests itself). Once the scheduler stops
+    // taking submissions (Shutdown), a request still arriving is too late.
+    if (!ready() || scheduler_stopping_.load()) {
+      SendError(res, Unavailable(ready() ? "the server is shutting down" : "the model is loading"));
       res.set_header("Retry-After", "1");
       return httplib::Server::HandlerResponse::Handled;
     }

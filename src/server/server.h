@@ -87,6 +87,7 @@ class Server {
   std::unique_ptr<engine::Scheduler> scheduler_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> scheduler_stopping_{false};  // Shutdown has begun the scheduler's Stop
   std::atomic<bool> load_done_{false};
   mutable std::mutex load_mutex_;
   std::string load_error_;
