@@ -259,7 +259,11 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
   const std::optional<ConnectionWatch> watch = ConnectionWatch::Find(req);
   std::unique_lock<std::mutex> l(sh->m);
   while (!sh->cv.wait_for(l, 100ms, [&] { return sh->finished; })) {
-    if (watch && !sh->handle->cancelled() && watch->PeerGone()) sh->handle->Cancel();
+    if (watch && !sh->handle->cancelled() && watch->PeerGone()) {
+      l.unlock();  // a queued request's on_error runs inside Cancel() and takes sh->m
+      sh->handle->Cancel();
+      l.lock();
+    }
   }
   if (sh->error) return SendError(res, *sh->error);
   const engine::RequestResult& r = sh->result;
