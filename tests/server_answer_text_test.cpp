@@ -80,6 +80,14 @@ TEST_F(AnswerTextTest, NoStopsIsTheDetokenizedAnswer) {
   EXPECT_EQ(a.tokens_used(), ids.size());
 }
 
+TEST_F(AnswerTextTest, AnEmptyStopStringIsIgnored) {
+  // The parser refuses "" (it would match everywhere); AnswerText drops one given anyway.
+  AnswerText a(Tok(), {"", "z"});
+  a.Append(ByteTokens("abc"));
+  EXPECT_FALSE(a.stopped());
+  EXPECT_EQ(a.Sendable(), "abc");
+}
+
 TEST_F(AnswerTextTest, CutsBeforeTheStopWhateverTheStepSize) {
   const std::string text = "one\ntwo\n\nthree\n\nfour";
   const std::vector<int32_t> ids = ByteTokens(text);

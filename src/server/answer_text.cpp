@@ -5,7 +5,10 @@
 namespace bicache::server {
 
 AnswerText::AnswerText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops)
-    : tokenizer_(tokenizer), stops_(std::move(stops)) {}
+    : tokenizer_(tokenizer), stops_(std::move(stops)) {
+  // An empty stop would match everywhere (and its size - 1 below would wrap): never one.
+  std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
+}
 
 void AnswerText::Append(std::span<const int32_t> tokens) {
   if (stopped() || finished_) return;

@@ -27,7 +27,8 @@ inline constexpr size_t kMaxStops = 4;
 
 class AnswerText {
  public:
-  // `stops`: non-empty UTF-8 strings (the request parser checks them); none = no stop strings.
+  // `stops`: UTF-8 strings (the request parser refuses empty ones; any left are dropped here);
+  // none = no stop strings.
   AnswerText(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stops);
 
   // Appends committed answer tokens, in canvas order. After a stop matched, does nothing.
