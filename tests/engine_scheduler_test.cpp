@@ -172,6 +172,109 @@ TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
   EXPECT_EQ(sched.stats().rejected, 1u);
 }
 
+// A client that leaves while its request waits: the request is taken out of the queue at once,
+// inside Cancel(), though the worker is busy (held here inside the running request's on_step, as
+// a long batch step would hold it); it never starts and is counted as cancelled, while the running
+// one and the other queued one go on.
+TEST_F(SchedulerTest, CancelWhileQueuedDropsTheRequestUnstarted) {
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 1, .max_queue = 4, .token_budget = 0});
+  std::mutex m;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  Outcome first, gone, kept;
+  std::atomic<int> gone_steps{0};
+  RequestCallbacks cb = first.Callbacks();
+  cb.on_step = [&](const StepEvent&) {
+    std::unique_lock<std::mutex> l(m);
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(l, 60s, [&] { return release; });
+  };
+  sched.Submit(Options(0), std::move(cb));
+  {
+    std::unique_lock<std::mutex> l(m);
+    ASSERT_TRUE(cv.wait_for(l, 60s, [&] { return entered; }));
+  }
+  RequestCallbacks gcb = gone.Callbacks();
+  gcb.on_step = [&](const StepEvent&) { ++gone_steps; };
+  auto h = sched.Submit(Options(1), std::move(gcb));
+  sched.Submit(Options(2), kept.Callbacks());
+  EXPECT_EQ(sched.stats().waiting, 2);
+  h->Cancel();
+  {
+    std::lock_guard<std::mutex> l(gone.m);
+    EXPECT_TRUE(gone.done);  // delivered inside Cancel(), with the worker still held
+  }
+  EXPECT_EQ(sched.stats().waiting, 1);
+  EXPECT_EQ(sched.stats().cancelled, 1u);
+  {
+    std::lock_guard<std::mutex> l(m);
+    release = true;
+    cv.notify_all();
+  }
+  ASSERT_TRUE(gone.Wait());
+  EXPECT_FALSE(gone.ok);
+  EXPECT_EQ(gone.kind, ErrorKind::kCancelled);
+  EXPECT_EQ(gone_steps.load(), 0);
+  ASSERT_TRUE(first.Wait());
+  ASSERT_TRUE(kept.Wait());
+  EXPECT_TRUE(first.ok);
+  EXPECT_TRUE(kept.ok);
+  sched.Stop();
+  const SchedulerStats s = sched.stats();
+  EXPECT_EQ(s.cancelled, 1u);
+  EXPECT_EQ(s.finished, 2u);
+  EXPECT_EQ(s.waiting, 0);
+  h->Cancel();  // after the end: nothing happens
+  EXPECT_EQ(sched.stats().cancelled, 1u);
+}
+
+// EndEarly (a stop string matched in the committed text): the request is retired after the step
+// that asked, as finished, with the committed part so far; its cache pin is released.
+TEST_F(SchedulerTest, EndEarlyRetiresAsFinishedWithTheCommittedPart) {
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 2, .max_queue = 4, .token_budget = 0});
+  RequestOptions o = Options(2);
+  o.sampler.gen_length = 32;
+  o.sampler.steps = 32;
+  o.sampler.block_length = 32;
+  o.sampler.temperature = 0;
+  o.sampler.stop_ids.clear();  // so the canvas cannot end at a stop token before step 2
+  struct Slot {
+    std::mutex m;
+    std::condition_variable cv;
+    std::shared_ptr<Scheduler::Handle> h;
+  } slot;
+  Outcome out;
+  std::atomic<int> steps{0};
+  std::vector<int32_t> final_part;
+  RequestCallbacks cb = out.Callbacks();
+  cb.on_step = [&](const StepEvent& e) {
+    if (++steps != 2) return;
+    final_part.assign(e.canvas.begin(), e.canvas.begin() + e.final_length);
+    std::unique_lock<std::mutex> l(slot.m);
+    slot.cv.wait_for(l, 60s, [&] { return slot.h != nullptr; });
+    if (slot.h) slot.h->EndEarly();
+  };
+  auto h = sched.Submit(o, std::move(cb));
+  {
+    std::lock_guard<std::mutex> l(slot.m);
+    slot.h = h;
+    slot.cv.notify_all();
+  }
+  ASSERT_TRUE(out.Wait());
+  ASSERT_TRUE(out.ok);
+  EXPECT_EQ(steps.load(), 2);  // no step after the one that asked
+  EXPECT_EQ(out.result.steps, 2);
+  EXPECT_EQ(out.result.finish_reason, "");  // 2 of 32 steps: the canvas was not done
+  EXPECT_EQ(out.result.answer, final_part);
+  sched.Stop();
+  EXPECT_EQ(sched.stats().finished, 1u);
+  EXPECT_EQ(sched.stats().cancelled, 0u);
+  EXPECT_EQ(engine.cache_stats().total.bytes_pinned, 0u);
+}
+
 TEST_F(SchedulerTest, BadRequestFailsAloneAndTheWorkerKeepsServing) {
   Engine engine(lm_->model(), {});
   Scheduler sched(engine, {});

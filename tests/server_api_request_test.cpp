@@ -208,14 +208,28 @@ TEST_F(ApiRequestTest, IntegralFloatsCountAsIntegers) {
   EXPECT_EQ(r.options.sampler.steps, 4);
 }
 
-TEST_F(ApiRequestTest, MaxCompletionTokensIsReadWhenMaxTokensIsAbsent) {
+TEST_F(ApiRequestTest, MaxCompletionTokensWinsOverMaxTokens) {
   EXPECT_EQ(Parse(With("max_completion_tokens", 8)).options.sampler.gen_length, 8);
+  // OpenAI: max_completion_tokens replaces the deprecated max_tokens, so it wins, in either order.
   json both = With("max_completion_tokens", 8);
   both["max_tokens"] = 16;
-  EXPECT_EQ(Parse(both).options.sampler.gen_length, 16);  // max_tokens wins
+  EXPECT_EQ(Parse(both).options.sampler.gen_length, 8);
+  both["max_tokens"] = 0;  // the losing field is not read at all
+  EXPECT_EQ(Parse(both).options.sampler.gen_length, 8);
+  both["max_completion_tokens"] = nullptr;  // null is absent: max_tokens again
+  both["max_tokens"] = 16;
+  EXPECT_EQ(Parse(both).options.sampler.gen_length, 16);
   ExpectRejected(With("max_completion_tokens", 0),
                  "'max_completion_tokens' must be between 1 and 1024, got 0",
                  "max_completion_tokens");
+  // Errors about the canvas length name the field it came in.
+  ExpectRejected(json{{"prompt", "hello"}, {"max_completion_tokens", 8}, {"block_length", 3}},
+                 "block_length (3) must divide max_completion_tokens (8)", "block_length");
+  ExpectRejected(json{{"prompt", Ids(500)}, {"max_completion_tokens", 100}, {"max_tokens", 4}},
+                 "This model's maximum context length is 512 tokens. However, you requested 600 "
+                 "tokens (500 in the prompt, 100 for the completion). Please reduce the length of "
+                 "the prompt or max_completion_tokens.",
+                 "max_completion_tokens", "context_length_exceeded");
 }
 
 TEST_F(ApiRequestTest, StreamOptionsWithoutIncludeUsage) {
@@ -262,6 +276,15 @@ TEST_F(ApiRequestTest, ChatMessagesBecomeTheChatPrompt) {
   EXPECT_EQ(r.options.prompt, want.tokens);
   EXPECT_EQ(r.options.prefix_len, want.prefix_len);
   EXPECT_GT(r.options.prefix_len, 0);  // everything before the last user turn is shared
+}
+
+TEST_F(ApiRequestTest, ADeveloperMessageIsASystemMessage) {
+  // OpenAI's newer SDKs send the system prompt under the role "developer".
+  const json body = {
+      {"messages",
+       {{{"role", "developer"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}};
+  const engine::Prompt want = lm_->ChatPrompt({{"system", "Be brief."}, {"user", "Hi"}});
+  EXPECT_EQ(Parse(body, /*chat=*/true).options.prompt, want.tokens);
 }
 
 // ---- the error a client sees ----------------------------------------------------------------
@@ -345,8 +368,15 @@ TEST_F(ApiRequestTest, OutOfRangeIntegers) {
 }
 
 TEST_F(ApiRequestTest, OutOfRangeSamplerValuesNameTheBodyField) {
-  ExpectRejected(With("temperature", 2.5), "'temperature' must be between 0 and 2", "temperature");
-  ExpectRejected(With("temperature", -0.1), "'temperature' must be between 0 and 2", "temperature");
+  // Quoted as sent, as top_p and eps are.
+  ExpectRejected(With("temperature", 3), "'temperature' must be between 0 and 2, got 3",
+                 "temperature");
+  ExpectRejected(With("temperature", 2.5), "'temperature' must be between 0 and 2, got 2.5",
+                 "temperature");
+  ExpectRejected(With("temperature", -0.1), "'temperature' must be between 0 and 2, got -0.1",
+                 "temperature");
+  ExpectRejected(With("temperature", 2.0000000001),
+                 "'temperature' must be between 0 and 2, got 2.0000000001", "temperature");
   ExpectRejected(With("top_p", 0), "top_p must be in (0, 1] (got 0)", "top_p");
   // Just above 1 rounds to 1 as a float: still refused, quoting the value that was sent.
   ExpectRejected(With("top_p", 1.0000001), "top_p must be in (0, 1] (got 1.0000001)", "top_p");
@@ -405,18 +435,174 @@ TEST_F(ApiRequestTest, UnknownAlgorithmAndCacheMode) {
       "cache");
 }
 
-TEST_F(ApiRequestTest, NStopAndStreamHandling) {
+TEST_F(ApiRequestTest, NAndStreamHandling) {
   EXPECT_NO_THROW(Parse(With("n", 1)));
-  ExpectRejected(With("n", 2), "'n' must be between 1 and 1, got 2", "n");
-  ExpectRejected(With("n", 0), "'n' must be between 1 and 1, got 0", "n");
-  const std::string stop_msg =
-      "'stop' sequences are not supported (the model's own stop tokens end the answer)";
-  ExpectRejected(With("stop", "\n"), stop_msg, "stop");
-  ExpectRejected(With("stop", {"a", "b"}), stop_msg, "stop");
-  ExpectRejected(With("stop", 1), stop_msg, "stop");
-  EXPECT_NO_THROW(Parse(With("stop", json::array())));  // an empty list asks for nothing
+  EXPECT_NO_THROW(Parse(With("n", 1.0)));
+  const std::string n_msg =
+      "'n' must be 1: this server returns one choice per request (send n requests for n answers), "
+      "got ";
+  ExpectRejected(With("n", 2), n_msg + "2", "n");
+  ExpectRejected(With("n", 0), n_msg + "0", "n");
+  ExpectRejected(With("n", -3), n_msg + "-3", "n");
+  ExpectRejected(With("n", "2"), "'n' must be an integer, got \"2\"", "n");
   EXPECT_FALSE(Parse(With("stream", false)).stream);
   EXPECT_TRUE(Parse(With("stream", true)).stream);
+}
+
+TEST_F(ApiRequestTest, StopStrings) {
+  EXPECT_EQ(Parse(With("stop", "\n")).stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(Parse(With("stop", {"a", "END", "\n\n", "x"})).stop,
+            (std::vector<std::string>{"a", "END", "\n\n", "x"}));
+  EXPECT_TRUE(Parse(With("stop", json::array())).stop.empty());  // an empty list asks for nothing
+  EXPECT_TRUE(Parse(json{{"prompt", "hello"}}).stop.empty());
+  EXPECT_EQ(
+      Parse(json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"stop", "Q:"}}, true).stop,
+      std::vector<std::string>{"Q:"});
+  ExpectRejected(With("stop", {"a", "b", "c", "d", "e"}), "'stop' takes at most 4 strings, got 5",
+                 "stop");
+  ExpectRejected(With("stop", ""), "'stop' strings must not be empty", "stop");
+  ExpectRejected(With("stop", {"a", ""}), "'stop' strings must not be empty", "stop");
+  ExpectRejected(With("stop", 1), "'stop' must be a string or an array of strings, got 1", "stop");
+  ExpectRejected(With("stop", {"a", 1}), "'stop' strings must be strings, got 1", "stop");
+  ExpectRejected(With("stop", std::string(257, 'x')),
+                 "'stop' strings must be at most 256 bytes, got one of 257", "stop");
+  EXPECT_NO_THROW(Parse(With("stop", std::string(256, 'x'))));
+}
+
+// Every OpenAI field this server does not act on: refused naming it, unless its value asks for
+// nothing (clients send those defaults), or accepted when it cannot change the answer.
+TEST_F(ApiRequestTest, UnsupportedFieldsAreRefusedByName) {
+  struct Case {
+    const char* field;
+    json value;
+    json noop;  // null: no value is a no-op
+    bool chat;
+    const char* why;
+  };
+  const std::string no_logprobs = "this server returns no log probabilities; ";
+  const std::string penalty =
+      "a diffusion model commits its canvas in parallel, with no token history to penalise; send 0 "
+      "or leave it out";
+  const Case cases[] = {
+      {"presence_penalty", 0.5, 0, false, penalty.c_str()},
+      {"presence_penalty", -1, 0.0, true, penalty.c_str()},
+      {"frequency_penalty", 1, 0, true, penalty.c_str()},
+      {"logit_bias",
+       {{"5", 10}},
+       json::object(),
+       false,
+       "the sampler takes no per-token bias; send {} or leave it out"},
+      {"logit_bias",
+       {{"5", -100}},
+       json::object(),
+       true,
+       "the sampler takes no per-token bias; send {} or leave it out"},
+      {"logprobs", 0, nullptr, false, "this server returns no log probabilities; leave it out"},
+      {"logprobs", true, false, true,
+       "this server returns no log probabilities; send false or leave it out"},
+      {"top_logprobs", 3, 0, true,
+       "this server returns no log probabilities; send 0 or leave it out"},
+      {"echo", true, false, false,
+       "the prompt is not repeated in the answer; send false or leave it out"},
+      {"suffix", "end", "", false,
+       "text after the completion (insertion) is not supported; send \"\" or leave it out"},
+      {"best_of", 3, 1, false,
+       "this server generates one completion per request; send 1 or leave it out"},
+      {"tools",
+       {{{"type", "function"}}},
+       json::array(),
+       true,
+       "this server has no tool calling; send [] or leave it out"},
+      {"functions",
+       {{{"name", "f"}}},
+       json::array(),
+       true,
+       "this server has no function calling; send [] or leave it out"},
+      {"tool_choice", "required", "none", true,
+       "this server has no tool calling; send \"none\" or leave it out"},
+      {"function_call",
+       {{"name", "f"}},
+       "auto",
+       true,
+       "this server has no function calling; send \"none\" or leave it out"},
+      {"response_format",
+       {{"type", "json_object"}},
+       {{"type", "text"}},
+       true,
+       "the answer cannot be constrained to JSON; send {\"type\": \"text\"} or leave it out"},
+      {"modalities",
+       {"text", "audio"},
+       {"text"},
+       true,
+       "this server answers in text only; send [\"text\"] or leave it out"},
+      {"audio",
+       {{"voice", "alloy"}},
+       nullptr,
+       true,
+       "this server answers in text only; leave it out"},
+      {"reasoning_effort", "low", nullptr, true, "the model has no reasoning mode; leave it out"},
+      {"verbosity", "low", nullptr, true,
+       "the answer's length is set by max_tokens only; leave it out"},
+      {"web_search_options", json::object(), nullptr, true,
+       "this server has no web search; leave it out"},
+  };
+  const json chat_base = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    json body = c.chat ? chat_base : json{{"prompt", "hello"}};
+    body[c.field] = c.value;
+    ExpectRejected(body, "'" + std::string(c.field) + "' is not supported: " + c.why, c.field,
+                   nullptr, c.chat);
+    body[c.field] = nullptr;  // null is absent
+    EXPECT_NO_THROW(Parse(body, c.chat));
+    if (!c.noop.is_null()) {
+      body[c.field] = c.noop;
+      EXPECT_NO_THROW(Parse(body, c.chat));
+    }
+  }
+  EXPECT_NO_THROW(Parse(json{{"messages", chat_base["messages"]}, {"tool_choice", "auto"}}, true));
+}
+
+TEST_F(ApiRequestTest, HarmlessFieldsAreAccepted) {
+  EXPECT_NO_THROW(Parse(json{{"prompt", "hello"}, {"user", "u-1"}}));
+  EXPECT_NO_THROW(Parse(json{{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                             {"user", "u-1"},
+                             {"metadata", {{"k", "v"}}},
+                             {"store", true},
+                             {"service_tier", "auto"},
+                             {"safety_identifier", "s"},
+                             {"prompt_cache_key", "k"},
+                             {"prediction", {{"type", "content"}, {"content", "x"}}},
+                             {"parallel_tool_calls", false}},
+                        true));
+}
+
+TEST_F(ApiRequestTest, UnknownAndOtherEndpointFieldsAreRefusedByName) {
+  ExpectRejected(With("temprature", 0.5),
+                 "Unrecognized request argument supplied: 'temprature' (docs/serving.md lists the "
+                 "fields this server takes)",
+                 "temprature");
+  ExpectRejected(With("min_p", 0.1),
+                 "Unrecognized request argument supplied: 'min_p' (docs/serving.md lists the "
+                 "fields this server takes)",
+                 "min_p");
+  EXPECT_NO_THROW(Parse(With("min_p", nullptr)));  // null is absent, known or not
+  ExpectRejected(With("messages", json::array()),
+                 "'messages' is a /v1/chat/completions field; /v1/completions takes 'prompt' and "
+                 "does not accept it",
+                 "messages");
+  ExpectRejected(With("tools", json::array()),
+                 "'tools' is a /v1/chat/completions field; /v1/completions takes 'prompt' and "
+                 "does not accept it",
+                 "tools");
+  ExpectRejected(json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"prompt", "x"}},
+                 "'prompt' is a /v1/completions field; /v1/chat/completions takes 'messages' and "
+                 "does not accept it",
+                 "prompt", nullptr, /*chat=*/true);
+  ExpectRejected(json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"echo", false}},
+                 "'echo' is a /v1/completions field; /v1/chat/completions takes 'messages' and "
+                 "does not accept it",
+                 "echo", nullptr, /*chat=*/true);
 }
 
 TEST_F(ApiRequestTest, BadPrompts) {
@@ -442,13 +628,14 @@ TEST_F(ApiRequestTest, BadMessages) {
   auto rejected = [&](const json& messages, const std::string& message, const std::string& param) {
     ExpectRejected(json{{"messages", messages}}, message, param, nullptr, /*chat=*/true);
   };
-  ExpectRejected(json{{"prompt", "hello"}}, "'messages' is required", "messages", nullptr, true);
+  ExpectRejected(json{{"max_tokens", 8}}, "'messages' is required", "messages", nullptr, true);
   rejected(json::object(), "'messages' must be an array of message objects", "messages");
   rejected(json::array(), "'messages' must not be empty", "messages");
   rejected({1}, "'messages[0]' must be an object, got 1", "messages[0]");
   rejected({{{"content", "hi"}}}, "'messages[0].role' must be a string", "messages[0].role");
   rejected({{{"role", "tool"}, {"content", "hi"}}},
-           "'messages[0].role' must be system, user or assistant, got 'tool'", "messages[0].role");
+           "'messages[0].role' must be system, developer, user or assistant, got 'tool'",
+           "messages[0].role");
   rejected({{{"role", "system"}, {"content", "s"}}, {{"role", "user"}}},
            "'messages[1].content' is required", "messages[1].content");
   rejected({{{"role", "user"}, {"content", 5}}},

@@ -121,7 +121,9 @@ StepEvent Request::LastStep() const {
 RequestResult Request::result() const {
   RequestResult r;
   r.canvas = denoiser_.canvas();
-  r.answer.assign(r.canvas.begin(), r.canvas.begin() + denoiser_.answer_length());
+  // While running (a request ended early, Scheduler::Handle::EndEarly), the final part so far.
+  const int answer = done() ? denoiser_.answer_length() : LastStep().final_length;
+  r.answer.assign(r.canvas.begin(), r.canvas.begin() + answer);
   r.finish_reason = std::string(denoiser_.finish_reason());
   r.steps = denoiser_.step();
   r.forwards = forwards_;

@@ -33,9 +33,9 @@ struct RequestOptions {
 };
 
 struct RequestResult {
-  std::vector<int32_t> answer;  // canvas tokens before the first stop token
+  std::vector<int32_t> answer;  // canvas tokens before the first stop token (see result())
   std::vector<int32_t> canvas;  // the whole final canvas
-  std::string finish_reason;    // "stop" or "length"
+  std::string finish_reason;    // "stop" or "length"; "" when taken before the canvas was done
   int steps = 0;                // denoising steps
   int forwards = 0;             // forward passes over this request (a CFG step counts 2)
   int prefix_used = 0;          // cached prefix tokens reused (0 = none)
@@ -73,6 +73,8 @@ class Request {
   // The last FinishStep as a callback sees it (spans into this request, valid until the next step).
   StepEvent LastStep() const;
   const diffusion::Denoiser& denoiser() const { return denoiser_; }
+  // Also callable before done(): then `answer` is the final part so far (the leftmost committed
+  // run) and finish_reason is "".
   RequestResult result() const;
   int n_tokens() const { return static_cast<int>(tokens_.size()); }
 

@@ -20,6 +20,30 @@ void Call(const F& f, Args&&... args) {
 
 }  // namespace
 
+void Scheduler::Handle::Cancel() {
+  cancelled_.store(true);
+  std::optional<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(owner_mutex_);
+    if (owner_) job = owner_->TakeQueued(*this);
+    if (job) owner_ = nullptr;
+  }
+  // Outside the lock, as every outcome: the callback may take the caller's own locks.
+  if (job) Call(job->callbacks.on_error, Error(ErrorKind::kCancelled, "the request was cancelled"));
+}
+
+std::optional<Scheduler::Job> Scheduler::TakeQueued(const Handle& handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->handle.get() != &handle) continue;
+    std::optional<Job> job(std::move(*it));
+    queue_.erase(it);
+    ++counters_.cancelled;
+    return job;
+  }
+  return std::nullopt;
+}
+
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options)
     : engine_(engine), options_(options) {
   if (options_.max_running < 1)
@@ -42,6 +66,7 @@ std::shared_ptr<Scheduler::Handle> Scheduler::Submit(RequestOptions options,
   job.options = std::move(options);
   job.callbacks = std::move(callbacks);
   job.handle = std::make_shared<Handle>();
+  job.handle->owner_ = this;  // not shared yet: no lock needed (a refused job's handle is dropped)
   std::shared_ptr<Handle> handle = job.handle;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -182,7 +207,7 @@ void Scheduler::Step() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = running_.begin(); it != running_.end();) {
-        if (it->request->done()) {
+        if (it->request->done() || it->handle->end_early()) {
           running_tokens_ -= it->n_tokens;
           --running_count_;
           done.push_back(std::move(*it));
@@ -223,6 +248,11 @@ void Scheduler::Step() {
 }
 
 void Scheduler::Finish(Job& job, const Error* error, bool cancelled) {
+  {
+    // From here a Cancel() cannot reach this job (it is in neither the queue nor running_).
+    std::lock_guard<std::mutex> lock(job.handle->owner_mutex_);
+    job.handle->owner_ = nullptr;
+  }
   RequestResult result;
   const bool ok = !error && !cancelled;
   if (ok) result = job.request->result();

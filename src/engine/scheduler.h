@@ -7,8 +7,10 @@
 // throughput. The engine guarantees a request's output does not depend on its batch mates.
 //
 // Callbacks run on the worker thread, between forwards: they must be quick (copy what they need
-// and hand it to another thread). Exactly one of on_done / on_error is called per submission
-// (on_error with ErrorKind::kCancelled when cancelled, or when Stop() gives up on it).
+// and hand it to another thread). The one exception: a request cancelled while it waits in the
+// queue gets its on_error on the thread that called Handle::Cancel(), inside that call, so the
+// caller must not hold a lock its callbacks take. Exactly one of on_done / on_error is called per
+// submission (on_error with ErrorKind::kCancelled when cancelled, or when Stop() gives up on it).
 //
 // Bounded: at most max_queue requests wait; Submit beyond that throws Error(kResource) (the
 // server's 429 + Retry-After). Admission keeps the running requests at <= max_running and the sum
@@ -24,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -64,18 +67,33 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // A submitted request. Cancel() may be called from any thread, any number of times, also after
-  // it finished (then it does nothing).
+  // A submitted request. Cancel() and EndEarly() may be called from any thread (on_step included),
+  // any number of times, also after it finished (then they do nothing).
   class Handle {
    public:
-    void Cancel() { cancelled_.store(true); }
+    // The client is gone: the request ends with on_error(kCancelled), counted as cancelled. A
+    // queued request is taken out of the queue at once, in this call (a batch step can take
+    // seconds; the queue must not wait for it); a running one is retired after its current step.
+    void Cancel();
     bool cancelled() const { return cancelled_.load(); }
+    // The client has the answer it wants (a stop string matched in the committed text): a running
+    // request is retired after its current step and ends with on_done, counted as finished, its
+    // result holding the committed part so far (RequestResult::finish_reason "" when the canvas
+    // was not done). A request still queued is not affected.
+    void EndEarly() { end_early_.store(true); }
+    bool end_early() const { return end_early_.load(); }
     uint64_t id() const { return id_; }
 
    private:
     friend class Scheduler;
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> end_early_{false};
     uint64_t id_ = 0;
+    // The scheduler while the request is queued or running; cleared (under owner_mutex_) before
+    // its outcome is delivered, so a Cancel() holding owner_mutex_ never reaches a finished job or
+    // a destroyed scheduler. Lock order: owner_mutex_, then the scheduler's mutex_.
+    std::mutex owner_mutex_;
+    Scheduler* owner_ = nullptr;
   };
 
   Scheduler(Engine& engine, SchedulerOptions options);
@@ -103,6 +121,9 @@ class Scheduler {
     int n_tokens = 0;                  // prompt + canvas, for the token budget
   };
 
+  // Handle::Cancel's half: removes the handle's job from the queue (counted as cancelled), if it
+  // is still there.
+  std::optional<Job> TakeQueued(const Handle& handle);
   void WorkerLoop();
   // Moves cancelled jobs out of the queue and the running set (under the lock).
   void CollectCancelledLocked(std::vector<Job>* out);

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "engine/request_check.h"
+#include "server/answer_text.h"
+#include "server/api_fields.h"
 #include "tokenizer/chat.h"
 #include "util/error.h"
 #include "util/field_error.h"
@@ -13,12 +15,6 @@ namespace bicache::server {
 namespace {
 
 using nlohmann::json;
-
-// The library names request fields by identifier (util/field_error.h); the API's body fields
-// share those names except the canvas length, which OpenAI calls max_tokens.
-std::string ApiFieldName(std::string_view field) {
-  return field == "gen_length" ? "max_tokens" : std::string(field);
-}
 
 // A client's value as quoted in an error message: short, and never a dump of a structure. The
 // serializer recurses per nesting level, so dumping a body nested ~100k deep (well inside the body
@@ -176,9 +172,10 @@ engine::Prompt ChatPromptFrom(const json& body, const engine::LoadedModel& lm) {
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       BadRequest("'" + p + ".role' must be a string", p + ".role");
-    const std::string r = role->get<std::string>();
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system message
     if (r != "system" && r != "user" && r != "assistant") {
-      BadRequest("'" + p + ".role' must be system, user or assistant, got '" + r + "'",
+      BadRequest("'" + p + ".role' must be system, developer, user or assistant, got '" + r + "'",
                  p + ".role");
     }
     out.push_back({r, MessageContent(m, i, r)});
@@ -228,12 +225,41 @@ void PromptFillsContext(int context, int prompt, bool chat) {
              chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
-void ContextError(int context, int prompt, int gen) {
+// `key`: the field the canvas length came from (max_tokens or max_completion_tokens).
+void ContextError(int context, int prompt, int gen, const std::string& key) {
   BadRequest("This model's maximum context length is " + std::to_string(context) +
                  " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) +
                  " tokens (" + std::to_string(prompt) + " in the prompt, " + std::to_string(gen) +
-                 " for the completion). Please reduce the length of the prompt or max_tokens.",
-             "max_tokens", "context_length_exceeded");
+                 " for the completion). Please reduce the length of the prompt or " + key + ".",
+             key, "context_length_exceeded");
+}
+
+// `stop`: a string or an array of at most kMaxStops non-empty strings ([] and null: none).
+std::vector<std::string> StopStrings(const json& body) {
+  const json* v = Field(body, "stop");
+  if (!v) return {};
+  if (!v->is_string() && !v->is_array()) {
+    BadRequest("'stop' must be a string or an array of strings, got " + Shown(*v), "stop");
+  }
+  const json list = v->is_string() ? json::array({*v}) : *v;
+  if (list.size() > kMaxStops) {
+    BadRequest("'stop' takes at most " + std::to_string(kMaxStops) + " strings, got " +
+                   std::to_string(list.size()),
+               "stop");
+  }
+  std::vector<std::string> out;
+  for (const json& s : list) {
+    if (!s.is_string()) BadRequest("'stop' strings must be strings, got " + Shown(s), "stop");
+    const std::string& text = s.get_ref<const std::string&>();
+    if (text.empty()) BadRequest("'stop' strings must not be empty", "stop");
+    if (text.size() > kMaxStopBytes) {
+      BadRequest("'stop' strings must be at most " + std::to_string(kMaxStopBytes) +
+                     " bytes, got one of " + std::to_string(text.size()),
+                 "stop");
+    }
+    out.push_back(text);
+  }
+  return out;
 }
 
 }  // namespace
@@ -260,17 +286,23 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   if (body.is_discarded()) BadRequest("the request body is not valid JSON");
   if (!body.is_object())
     BadRequest("the request body must be a JSON object, got " + std::string(body.type_name()));
+  CheckFields(body, chat);
   GetString(body, "model",
             "");  // any id is accepted (one model per server), but it must be a string
-  if (GetInt(body, "n", 1, 1, 1) != 1) BadRequest("'n' must be 1", "n");
-  if (const json* stop = Field(body, "stop"); stop && !(stop->is_array() && stop->empty())) {
-    BadRequest("'stop' sequences are not supported (the model's own stop tokens end the answer)",
-               "stop");
+  if (const int64_t n = GetInt(body, "n", 1, std::numeric_limits<int64_t>::min(),
+                               std::numeric_limits<int64_t>::max());
+      n != 1) {
+    BadRequest(
+        "'n' must be 1: this server returns one choice per request (send n requests for n "
+        "answers), got " +
+            std::to_string(n),
+        "n");
   }
 
   ParsedRequest r;
   r.chat = chat;
   r.stream = GetBool(body, "stream", false);
+  r.stop = StopStrings(body);
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) BadRequest("'stream_options' must be an object", "stream_options");
     r.include_usage = GetBool(*so, "include_usage", false);
@@ -288,15 +320,20 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   const int left = context - P;
   const int64_t def =
       std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
-  const char* gen_key = Field(body, "max_completion_tokens") && !Field(body, "max_tokens")
-                            ? "max_completion_tokens"
-                            : "max_tokens";
+  // OpenAI: max_completion_tokens replaces the deprecated max_tokens, so it wins when both are
+  // sent.
+  const char* gen_key =
+      Field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   const int gen = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
   if (int64_t{P} + gen > context) {
     if (!Field(body, gen_key)) PromptFillsContext(context, P, chat);
-    ContextError(context, P, gen);
+    ContextError(context, P, gen, gen_key);
   }
 
+  // Engine field names as this request spells them: the canvas length is the key it came in.
+  const FieldNamer api_name = [gen_key](std::string_view field) {
+    return field == "gen_length" ? std::string(gen_key) : std::string(field);
+  };
   diffusion::SamplerConfig& s = r.options.sampler;
   s.gen_length = gen;
   s.block_length = static_cast<int>(GetInt(body, "block_length", gen, 1, gen));
@@ -318,11 +355,13 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   try {
     s.algorithm = diffusion::ParseAlgorithm(GetString(body, "algorithm", "low_confidence"));
   } catch (const FieldError& e) {
-    BadRequest(e.Render(ApiFieldName), "algorithm");
+    BadRequest(e.Render(api_name), "algorithm");
   }
   s.temperature = GetFloat(body, "temperature", 0);
-  if (s.temperature < 0 || s.temperature > 2)
-    BadRequest("'temperature' must be between 0 and 2", "temperature");
+  if (s.temperature < 0 || s.temperature > 2) {
+    BadRequest("'temperature' must be between 0 and 2, got " + Shown(*Field(body, "temperature")),
+               "temperature");
+  }
   s.top_p = GetFloat(body, "top_p", 1);
   s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, lm.model().config().n_vocab));
   s.threshold = GetFloat(body, "threshold", 0);
@@ -341,8 +380,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
     engine::CheckRequest(r.options, lm.model().config());
   } catch (const FieldError& e) {
     // The error is about the first field its message names.
-    const std::string param = e.field().empty() ? "" : ApiFieldName(e.field());
-    std::string msg = e.Render(ApiFieldName);
+    const std::string param = e.field().empty() ? "" : api_name(e.field());
+    std::string msg = e.Render(api_name);
     // The sampler checked the float it holds (1.0000001 rounds to 1, 1e308 was clamped): quote the
     // value the client sent instead.
     if (const json* sent = param.empty() ? nullptr : Field(body, param.c_str())) {

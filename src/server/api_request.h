@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/cache_mode.h"
 #include "engine/loaded_model.h"
@@ -51,12 +52,15 @@ struct ServerLimits {
 struct ParsedRequest {
   bool chat = false;
   bool stream = false;
-  bool include_usage = false;      // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
+  std::vector<std::string>
+      stop;  // stop strings: the answer ends before the first (server/answer_text.h)
   engine::RequestOptions options;  // prompt, prefix_len, sampler (stop ids filled), cache
 };
 
 // Parses and validates a /v1/completions (chat=false) or /v1/chat/completions body. Throws
-// ApiException (4xx) for anything the engine must not see.
+// ApiException (4xx) for anything the engine must not see, and for every field it does not act
+// on, unless the field changes nothing (docs/serving.md, "OpenAI fields": each field's rule).
 ParsedRequest ParseGenerationRequest(std::string_view body, bool chat,
                                      const engine::LoadedModel& lm, const ServerLimits& limits);
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <random>
 
+#include "server/answer_text.h"
 #include "server/connection_watch.h"
-#include "tokenizer/utf8.h"
 
 namespace bicache::server {
 namespace {
@@ -65,27 +65,35 @@ json Usage(size_t prompt, size_t completion) {
 struct Shared {
   std::mutex m;
   std::condition_variable cv;
-  std::vector<int32_t> tokens;  // committed answer tokens so far (final, in order)
+  std::optional<AnswerText> answer;  // the committed answer as text, cut at a stop string
+  size_t appended = 0;               // answer tokens handed to `answer`
   bool finished = false;
   std::optional<ApiError> error;
   engine::RequestResult result;
-  std::shared_ptr<engine::Scheduler::Handle> handle;
+  std::shared_ptr<engine::Scheduler::Handle> handle;  // set under `m`, before any callback reads it
 
-  engine::RequestCallbacks Callbacks(const std::shared_ptr<Shared>& self, bool stream) {
+  // `tokens`: the final answer tokens so far (a prefix that only grows). Under `m`.
+  void AppendLocked(std::span<const int32_t> tokens) {
+    if (tokens.size() <= appended) return;
+    answer->Append(tokens.subspan(appended));
+    appended = tokens.size();
+  }
+
+  engine::RequestCallbacks Callbacks(const std::shared_ptr<Shared>& self) {
     engine::RequestCallbacks cb;
-    if (stream) {
-      cb.on_step = [self](const engine::StepEvent& e) {
-        // Only the final part of the canvas is streamed: it never changes again.
-        const size_t n = static_cast<size_t>(e.final_length);
-        std::lock_guard<std::mutex> l(self->m);
-        for (size_t i = self->tokens.size(); i < n; ++i) self->tokens.push_back(e.canvas[i]);
-        self->cv.notify_all();
-      };
-    }
+    cb.on_step = [self](const engine::StepEvent& e) {
+      // Only the final part of the canvas counts: it never changes again. A stop string in it ends
+      // the request here, before its next step (its batch slot goes to the next request).
+      std::lock_guard<std::mutex> l(self->m);
+      self->AppendLocked(e.canvas.first(static_cast<size_t>(e.final_length)));
+      if (self->answer->stopped()) self->handle->EndEarly();
+      self->cv.notify_all();
+    };
     cb.on_done = [self](const engine::RequestResult& r) {
       std::lock_guard<std::mutex> l(self->m);
       self->result = r;
-      self->tokens = r.answer;
+      self->AppendLocked(r.answer);
+      self->answer->Finish();
       self->finished = true;
       self->cv.notify_all();
     };
@@ -96,6 +104,14 @@ struct Shared {
       self->cv.notify_all();
     };
     return cb;
+  }
+
+  // After on_done: why the answer ended and how many tokens it used.
+  std::string FinishReasonLocked() const {
+    return answer->stopped() ? "stop" : result.finish_reason;
+  }
+  size_t CompletionTokensLocked() const {
+    return answer->stopped() ? answer->tokens_used() : result.answer.size();
   }
 };
 
@@ -125,23 +141,28 @@ class Streamer {
         return false;
       return true;
     }
-    std::vector<int32_t> fresh;
+    std::string text;  // sendable text not sent yet
     bool finished;
     std::optional<ApiError> error;
     engine::RequestResult result;
+    std::string finish_reason;
+    size_t completion_tokens = 0;
     {
       std::unique_lock<std::mutex> l(sh_->m);
       // Bounded wait so a silent client disconnect is noticed by the heartbeat below.
-      sh_->cv.wait_for(l, 250ms, [&] { return sh_->finished || sh_->tokens.size() > sent_; });
-      fresh.assign(sh_->tokens.begin() + std::min(sent_, sh_->tokens.size()), sh_->tokens.end());
-      sent_ = std::max(sent_, sh_->tokens.size());
+      sh_->cv.wait_for(l, 250ms,
+                       [&] { return sh_->finished || sh_->answer->Sendable().size() > sent_; });
+      const std::string_view sendable = sh_->answer->Sendable();
+      if (sendable.size() > sent_) text = sendable.substr(sent_);
+      sent_ = std::max(sent_, sendable.size());
       finished = sh_->finished;
       error = sh_->error;
-      if (finished) result = sh_->result;
+      if (finished && !error) {
+        result = sh_->result;
+        finish_reason = sh_->FinishReasonLocked();
+        completion_tokens = sh_->CompletionTokensLocked();
+      }
     }
-    std::string text;
-    for (int32_t id : fresh)
-      text += decoder_.Push(ctx_.lm->tokenizer().TokenBytes(id, /*skip_special=*/true));
     if (!text.empty()) {
       if (!SendText(sink, text)) return false;
       idle_ = 0;
@@ -156,13 +177,12 @@ class Streamer {
       const std::string ev = "data: " + Dump(ErrorBody(*error)) + "\n\n";
       if (!sink.write(ev.data(), ev.size())) return false;
     } else {
-      if (std::string tail = decoder_.Flush(); !tail.empty() && !SendText(sink, tail)) return false;
       const json delta = p_.chat ? json::object() : json();
-      if (!Send(sink, Chunk(delta, result.finish_reason, &result))) return false;
+      if (!Send(sink, Chunk(delta, finish_reason, &result))) return false;
       if (p_.include_usage) {
         json u = Base();
         u["choices"] = json::array();
-        u["usage"] = Usage(p_.options.prompt.size(), result.answer.size());
+        u["usage"] = Usage(p_.options.prompt.size(), completion_tokens);
         if (!Send(sink, u)) return false;
       }
     }
@@ -205,8 +225,7 @@ class Streamer {
   ParsedRequest p_;
   std::string id_;
   std::time_t created_;
-  tokenizer::Utf8StreamDecoder decoder_;
-  size_t sent_ = 0;
+  size_t sent_ = 0;  // bytes of the answer text sent
   int idle_ = 0;
   bool started_ = false;
 };
@@ -231,8 +250,11 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
     return SendError(res, a);
   }
   auto sh = std::make_shared<Shared>();
+  sh->answer.emplace(ctx.lm->tokenizer(), p.stop);
   try {
-    sh->handle = ctx.scheduler->Submit(p.options, sh->Callbacks(sh, p.stream));
+    // Under the lock: a callback may run before Submit returns, and reads the handle.
+    std::lock_guard<std::mutex> l(sh->m);
+    sh->handle = ctx.scheduler->Submit(p.options, sh->Callbacks(sh));
   } catch (const Error& e) {
     ApiError a;
     a.status = 429;
@@ -259,12 +281,16 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
   const std::optional<ConnectionWatch> watch = ConnectionWatch::Find(req);
   std::unique_lock<std::mutex> l(sh->m);
   while (!sh->cv.wait_for(l, 100ms, [&] { return sh->finished; })) {
-    if (watch && !sh->handle->cancelled() && watch->PeerGone()) sh->handle->Cancel();
+    if (watch && !sh->handle->cancelled() && watch->PeerGone()) {
+      l.unlock();  // a queued request's on_error runs inside Cancel() and takes sh->m
+      sh->handle->Cancel();
+      l.lock();
+    }
   }
   if (sh->error) return SendError(res, *sh->error);
   const engine::RequestResult& r = sh->result;
-  const std::string text = ctx.lm->Detokenize(r.answer);
-  json choice = {{"index", 0}, {"finish_reason", r.finish_reason}, {"logprobs", nullptr}};
+  const std::string text(sh->answer->text());
+  json choice = {{"index", 0}, {"finish_reason", sh->FinishReasonLocked()}, {"logprobs", nullptr}};
   if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
@@ -275,7 +301,7 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
                     {"created", std::time(nullptr)},
                     {"model", ctx.model_id},
                     {"choices", json::array({choice})},
-                    {"usage", Usage(p.options.prompt.size(), r.answer.size())},
+                    {"usage", Usage(p.options.prompt.size(), sh->CompletionTokensLocked())},
                     {"bicache", CacheInfo(r, p.options)}};
   res.set_content(Dump(out), "application/json");
 }

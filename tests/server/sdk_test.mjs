@@ -61,6 +61,35 @@ await check("chat stream equals the non-streamed text", async () => {
   assert.ok(usage && usage.total_tokens > 0);
 });
 
+await check("stop through the SDK, streamed and not", async () => {
+  const body = { model: "m", messages: [{ role: "user", content: "Count." }], max_tokens: 32, seed: 5 };
+  const full = (await client.chat.completions.create(body)).choices[0].message.content;
+  const chars = Array.from(full);  // code points: a stop never splits a surrogate pair
+  assert.ok(chars.length >= 4, full);
+  const stop = chars.slice(2, 4).join("");  // two characters from inside the answer
+  const want = full.slice(0, full.indexOf(stop));
+  const whole = await client.chat.completions.create({ ...body, stop: [stop] });
+  assert.equal(whole.choices[0].message.content, want);
+  assert.equal(whole.choices[0].finish_reason, "stop");
+  const stream = await client.chat.completions.create({ ...body, stop, stream: true });
+  let text = "", finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += c.delta?.content ?? "";
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(text, want);
+  assert.equal(finish, "stop");
+});
+
+await check("an unsupported field is a 400 naming it", async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "x" }], max_tokens: 2,
+      tools: [{ type: "function", function: { name: "f", parameters: {} } }] }),
+    (e) => e.status === 400 && e.param === "tools" && /'tools'/.test(e.message));
+});
+
 await check("completion stream", async () => {
   const stream = await client.completions.create({ model: "m", prompt: "Go", max_tokens: 8, stream: true });
   let n = 0;

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The OpenAI parameters over HTTP (docs/serving.md, "OpenAI fields"): `stop` cuts the answer before
+# the first stop string, streamed and not, with the same text both ways and no SSE delta carrying
+# text past the stop (also when the stop string is split across two deltas); max_completion_tokens
+# wins over max_tokens; each refused field's 400 names it. Every wait is bounded; nothing asserts
+# on wall time.
+set -euo pipefail
+BIN=$1
+SRC=$2
+M=$SRC/tests/data/golden/llada-tiny.gguf
+source "$(dirname "$0")/lib/serve.sh"
+
+start_server "$BIN" -m "$M" -t "$SERVE_THREADS" --max-tokens-limit 64 --max-steps 64
+rc=0
+BICACHE_URL=$URL /usr/bin/python3 - <<'PY' || rc=$?
+import http.client, json, os, sys, urllib.parse
+
+url = urllib.parse.urlparse(os.environ["BICACHE_URL"])
+fails = 0
+
+
+def check(label, cond, detail=""):
+    global fails
+    print(("ok   " if cond else "FAIL ") + label + ("" if cond else ": " + str(detail)[:400]))
+    fails += 0 if cond else 1
+
+
+def post(path, body):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+def stream(path, body):
+    """-> (text deltas in order, finish_reason, usage or None)"""
+    st, data = post(path, dict(body, stream=True, stream_options={"include_usage": True}))
+    assert st == 200, (st, data)
+    deltas, finish, usage = [], None, None
+    for line in data.decode().split("\n"):
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        j = json.loads(line[6:])
+        if j.get("usage"):
+            usage = j["usage"]
+        for ch in j["choices"]:
+            t = ch["delta"].get("content") if "delta" in ch else ch.get("text")
+            if t:
+                deltas.append(t)
+            if ch.get("finish_reason"):
+                finish = ch["finish_reason"]
+    return deltas, finish, usage
+
+
+def whole(path, body):
+    st, data = post(path, body)
+    assert st == 200, (st, data)
+    j = json.loads(data)
+    ch = j["choices"][0]
+    return (ch["message"]["content"] if "message" in ch else ch["text"]), ch["finish_reason"], j["usage"]
+
+
+C, H = "/v1/completions", "/v1/chat/completions"
+# One block of one token per step: each step commits the next position, so each delta is (about)
+# one token and a two-character stop string can be split across two deltas.
+base = {"max_tokens": 48, "steps": 48, "block_length": 1, "seed": 4}
+bodies = {C: dict(base, prompt="Once upon a time"),
+          H: dict(base, messages=[{"role": "user", "content": "Once upon a time"}])}
+full = {}
+for path, body in bodies.items():
+    name = "chat" if path == H else "completion"
+    deltas, _, _ = stream(path, body)
+    full[path] = "".join(deltas)
+    check(f"{name} without stop: several deltas", len(deltas) >= 8, deltas)
+    check(f"{name} stream text == non-stream text", whole(path, body)[0] == full[path], deltas)
+    # A stop string made of the last character of one delta and the first of the next, whose
+    # first occurrence is that boundary: the stream must hold the first character back.
+    def split_stop(k):
+        return deltas[k][-1] + deltas[k + 1][0]
+    splits = [k for k in range(2, len(deltas) - 2) if deltas[k] and deltas[k + 1] and
+              full[path].index(split_stop(k)) == len("".join(deltas[:k + 1])) - 1]
+    if not splits:
+        check(f"{name}: a delta boundary to split a stop across", False, deltas)
+        continue
+    k = splits[len(splits) // 2]
+    stop = split_stop(k)
+    want = full[path][: full[path].index(stop)]
+    text, fin, usage = whole(path, dict(body, stop=stop))
+    check(f"{name} non-stream: cut before the stop", text == want, (stop, text, want))
+    check(f"{name} non-stream: finish_reason stop", fin == "stop", fin)
+    check(f"{name} non-stream: fewer completion tokens than the canvas",
+          0 < usage["completion_tokens"] < body["max_tokens"], usage)
+    sd, sfin, susage = stream(path, dict(body, stop=[stop, "never-appears-here"]))
+    check(f"{name} stream: the deltas join to the cut text", "".join(sd) == want, (stop, sd, want))
+    check(f"{name} stream: finish_reason stop", sfin == "stop", sfin)
+    check(f"{name} stream: usage as non-stream", susage == usage, (susage, usage))
+
+# A stop string that never appears changes nothing.
+text, fin, _ = whole(C, dict(bodies[C], stop="\u2603never\u2603"))
+check("absent stop: whole text", text == full[C] and fin in ("stop", "length"), (text, fin))
+
+# max_completion_tokens wins over max_tokens.
+st, data = post(C, {"prompt": "x", "max_completion_tokens": 4, "max_tokens": 16, "seed": 1})
+check("max_completion_tokens wins", json.loads(data)["bicache"]["steps"] == 4, data)
+st, data = post(C, {"prompt": "x", "max_completion_tokens": 0, "max_tokens": 16})
+check("max_completion_tokens 0 is the error", st == 400 and json.loads(data)["error"]["param"] == "max_completion_tokens", data)
+
+# Each refused field: a 400 naming it; its no-op value passes.
+refused = [
+    (C, "presence_penalty", 1, 0), (H, "frequency_penalty", 0.5, 0), (C, "logit_bias", {"5": 1}, {}),
+    (C, "logprobs", 1, None), (H, "logprobs", True, False), (H, "top_logprobs", 2, 0),
+    (C, "echo", True, False), (C, "suffix", "x", ""), (C, "best_of", 2, 1),
+    (H, "tools", [{"type": "function", "function": {"name": "f"}}], []),
+    (H, "tool_choice", "required", "none"), (H, "response_format", {"type": "json_object"}, {"type": "text"}),
+    (H, "reasoning_effort", "low", None), (C, "n", 2, 1), (C, "temprature", 0.5, None),
+    (C, "messages", [], None), (H, "prompt", "x", None),
+]
+for path, field, value, noop in refused:
+    body = {"prompt": "x"} if path == C else {"messages": [{"role": "user", "content": "x"}]}
+    body["max_tokens"] = 2
+    st, data = post(path, dict(body, **{field: value}))
+    err = json.loads(data).get("error", {})
+    check(f"{path} {field}={json.dumps(value)}: 400 naming it",
+          st == 400 and err.get("param") == field and f"'{field}'" in err.get("message", ""), (st, data))
+    if noop is not None:
+        st, data = post(path, dict(body, **{field: noop}))
+        check(f"{path} {field}={json.dumps(noop)} (no-op): 200", st == 200, (st, data))
+st, data = post(C, {"prompt": "x", "temperature": 3})
+check("temperature 3 quoted as sent", st == 400 and json.loads(data)["error"]["message"].endswith("got 3"), data)
+st, data = post(C, {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})
+check("five stop strings: 400", st == 400 and json.loads(data)["error"]["param"] == "stop", data)
+sys.exit(1 if fails else 0)
+PY
+check "health 200 afterwards" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
+exit $(( rc || fail ))
