@@ -3,6 +3,8 @@
 
 namespace bicache::testing {
 
-std::string DataPath(const std::string& rel) { return std::string(BICACHE_TEST_DATA) + "/" + rel; }
+std::string DataPath(const std::string& rel) {
+  return std::string(BICACHE_TEST_DATA) + "/" + rel;
+}
 
 }  // namespace bicache::testing
