@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "util/error.h"
+#include "util/exe_path.h"
 
 namespace bicache::harness {
 namespace {
@@ -75,16 +77,22 @@ std::vector<SuiteSample> LoadSuite(const std::string& path) {
   return out;
 }
 
+std::string SuiteRoot() {
+  if (const char* env = std::getenv("BICACHE_SUITE_ROOT"); env && *env) return env;
+  const std::string found = DirAboveExecutableHolding("tests/data/suite");
+  return found.empty() ? "." : found;
+}
+
 std::string DefaultSuitePath() {
-  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout.jsonl";
+  return SuiteRoot() + "/tests/data/suite/heldout.jsonl";
 }
 
 std::string LargeHeldoutSuitePath() {
-  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/heldout_large.jsonl";
+  return SuiteRoot() + "/tests/data/suite/heldout_large.jsonl";
 }
 
 std::string CalibrationSuitePath() {
-  return std::string(BICACHE_SOURCE_DIR) + "/tests/data/suite/calibration.jsonl";
+  return SuiteRoot() + "/tests/data/suite/calibration.jsonl";
 }
 
 std::string ResolveSuitePath(const std::string& name_or_path) {
@@ -95,7 +103,7 @@ std::string ResolveSuitePath(const std::string& name_or_path) {
 }
 
 std::string SuiteDisplayName(const std::string& path) {
-  const std::string root = std::string(BICACHE_SOURCE_DIR) + "/";
+  const std::string root = SuiteRoot() + "/";
   return path.rfind(root, 0) == 0 ? path.substr(root.size()) : path;
 }
 

@@ -15,6 +15,10 @@ struct SuiteSample {
 
 // Reads a JSONL file; throws Error(kIo) / Error(kFormat) naming the path, the line and the field.
 std::vector<SuiteSample> LoadSuite(const std::string& path);
+// The directory the committed splits are found under (<root>/tests/data/suite/):
+// $BICACHE_SUITE_ROOT when set, else the nearest directory above the executable that holds
+// tests/data/suite (a build inside the checkout), else "." (the current directory).
+std::string SuiteRoot();
 // The embedded model's committed held-out suite (300 requests, tests/data/suite/heldout.jsonl).
 std::string DefaultSuitePath();
 // The large held-out split (2,160 requests, half of them in each ratio band, ~35% of the groups
@@ -25,7 +29,7 @@ std::string CalibrationSuitePath();
 // What a `--suite` value names: "heldout", "heldout-large" and "calibration" the committed splits
 // (their paths); any other text is a path, returned as is.
 std::string ResolveSuitePath(const std::string& name_or_path);
-// A suite path as a record shows it: relative to the source tree when inside it (the committed
+// A suite path as a record shows it: relative to SuiteRoot() when inside it (the committed
 // splits: "tests/data/suite/calibration.jsonl"), else as given.
 std::string SuiteDisplayName(const std::string& path);
 // The chat prompt of a sample: system = its prefix, user = its prompt; the prefix boundary is

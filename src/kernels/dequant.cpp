@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "format/gguf.h"
+#include "format/tensor_type.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/gguf.h"
+#include "format/tensor_type.h"
 
 namespace bicache::kernels {
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "format/gguf.h"
+#include "format/tensor_type.h"
 #include "kernels/ops.h"
 
 namespace bicache::kernels::ref {

@@ -102,28 +102,28 @@ phase 2 $PY tools/train/train.py --minutes "$P2" "${LEVEL[@]}" --p-doc 0.85 --ra
   --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20
 phase 3 $PY tools/train/train.py --minutes "$P3" --total-minutes "$((MIN + 23))" --lr 6e-4 --p-doc 0.85 --raise-at 0.45 \
   --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20
-# Phase 4 (resumes, new learning-rate cycle): BiCache-aware fine-tuning, docs/model.md "Fifth run".
+# Phase 4 (resumes, new learning-rate cycle): BiCache-aware fine-tuning, docs/history/model-training-runs.md "Fifth run".
 # 4 rows of each batch of 16 are repeated with their shared prefix isolated in layers < d, d ~ U{1,2},
 # and a consistency term pulls the full request's prefix K/V in layers 0..d towards the isolated
 # copy's. The committed model ran it from the step-7639 GGUF (tools/train/import_gguf.py): an
 # 85-minute cosine cycle (MIN4 shorter stops it early).
 phase 4 $PY tools/train/train.py --minutes "$MIN4" --new-cycle --cycle-minutes 85 --lr 4e-4 --iso-pairs 4 --iso-max 2 --cons-weight 5 \
   --p-doc 0.85 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 --eval-every 15 --eval-n 20
-# Phase 5 (resumes, new cycle): a third of the rows on each family, docs/model.md "Sixth run".
+# Phase 5 (resumes, new cycle): a third of the rows on each family, docs/history/model-training-runs.md "Sixth run".
 if [ "$MIN5" -gt 0 ]; then
   phase 5 $PY tools/train/train.py --minutes "$MIN5" --new-cycle --cycle-minutes 100 --lr 5e-4 --p-doc 0.35 --p-rule 0.55 \
     --iso-pairs 4 --iso-max 2 --cons-weight 5 --raise-at 0.45 --p-full 0.05 --eos-weight 0.05 \
     --eval-every 15 --eval-n 20
 fi
 # Phase 6 (resumes, new cycle): rule and arith rows carry more questions (6-8 and 4-6, all answers
-# masked) and the consistency term is doubled, docs/model.md "Seventh run".
+# masked) and the consistency term is doubled, docs/history/model-training-runs.md "Seventh run".
 if [ "$MIN6" -gt 0 ]; then
   phase 6 $PY tools/train/train.py --minutes "$MIN6" --new-cycle --cycle-minutes 95 --lr 4e-4 --p-doc 0.5 --p-rule 0.5 \
     --rule-q 6,8 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 --raise-at 0.45 --p-full 0.05 \
     --eos-weight 0.05 --eval-every 20 --eval-n 20
 fi
 # Phase 7 (resumes, new cycle): docqa rows carry 8-14 questions, rule 8-12, arith 4-6, and 40% of
-# the docqa rows are two-or-three-fact entity-binding rows, docs/model.md "Eighth run".
+# the docqa rows are two-or-three-fact entity-binding rows, docs/history/model-training-runs.md "Eighth run".
 if [ "$MIN7" -gt 0 ]; then
   phase 7 $PY tools/train/train.py --minutes "$MIN7" --new-cycle --cycle-minutes 65 --lr 4e-4 --p-doc 0.6 --p-bind 0.4 \
     --bind-start 3 --bind-templates 0 --doc-q 8,14 --p-rule 0.5 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 \
@@ -132,7 +132,7 @@ fi
 # Phase 8 (resumes, new cycle, docqa rows only): attention supervision (train.py --att-sup): in layer 1
 # one head takes every answer slot to its question's entity and every fact value to its fact's
 # entity, a contrastive term makes that head's output name the entity, and in layer 3 the answer
-# slot attends to the asked value. Binding appears within minutes (docs/model.md "Ninth run").
+# slot attends to the asked value. Binding appears within minutes (docs/history/model-training-runs.md "Ninth run").
 if [ "$MIN8" -gt 0 ]; then
   phase 8 $PY tools/train/train.py --minutes "$MIN8" --new-cycle --lr 1e-3 --p-doc 1 --p-bind 0.5 --bind-start 3 \
     --doc-q 8,14 --att-sup 1 --att-layers 1,3 --p-full 0.05 --eos-weight 0.05 --eval-every 100
@@ -147,7 +147,7 @@ if [ "$MIN9" -gt 0 ]; then
     --eos-weight 0.05 --eval-every 15 --eval-n 20
 fi
 # Phase 10 (resumes, new cycle): the same supervision with more arith rows (35% docqa, rule 30% of
-# the rest), docs/model.md "Tenth run".
+# the rest), docs/history/model-training-runs.md "Tenth run".
 if [ "$MIN10" -gt 0 ]; then
   phase 10 $PY tools/train/train.py --minutes "$MIN10" --new-cycle --cycle-minutes 27 --lr 4e-4 --p-doc 0.35 --p-bind 0.3 \
     --doc-q 8,14 --p-rule 0.3 --rule-q 8,12 --arith-q 4,6 --iso-pairs 4 --iso-max 2 --cons-weight 10 \
@@ -164,7 +164,7 @@ if [ "$MIN11" -gt 0 ]; then
 fi
 # Phase 12 (resumes, new cycle over 368 steps): the phase-11 mix with mostly masked answers
 # (--t-min 0.7), and half of the steps draw a batch of rule rows with 1-3 questions each
-# (--rule-batches), docs/model.md "Twenty-first run". The committed model ran it from the step-25846
+# (--rule-batches), docs/history/model-training-runs.md "Twenty-first run". The committed model ran it from the step-25846
 # GGUF (tools/train/import_gguf.py: fresh optimizer) in 37 min of f32 steps.
 RULE_MIX=("${MIX11[@]}" --t-min 0.7 --rule-batch-q 1,3 --eval-n 0)
 if [ "$STEPS12" -gt 0 ]; then
@@ -172,14 +172,14 @@ if [ "$STEPS12" -gt 0 ]; then
     --rule-batches 0.5
 fi
 # Phase 13 (resumes, new cycle over 600 steps, lower peak): 60% of the steps on rule-only batches,
-# docs/model.md "Twenty-second run" (47 min of f32 steps).
+# docs/history/model-training-runs.md "Twenty-second run" (47 min of f32 steps).
 if [ "$STEPS13" -gt 0 ]; then
   phase 13 $PY tools/train/train.py --minutes 180 --steps "$STEPS13" --new-cycle --lr 3e-4 "${RULE_MIX[@]}" \
     --rule-batches 0.6
 fi
 # Phases 14-16 (resume): the last 24 dims of the number tokens " 0".." 99" in the embedding and
 # the output head held at cos/sin(2 pi k n / 100) (--fourier 12, tools/train/fourier.py), with
-# add/sub drills, docs/model.md "Twenty-fourth run" and "Twenty-fifth run". Phases 14 and 15 were
+# add/sub drills, docs/history/model-training-runs.md "Twenty-fourth run" and "Twenty-fifth run". Phases 14 and 15 were
 # stopped part-way through their cosine cycles (600 and 250 steps), hence --cycle-steps.
 NUM_MIX=("${RULE_MIX[@]}" --fourier 12 --drill-ops +-)
 if [ "$STEPS14" -gt 0 ]; then

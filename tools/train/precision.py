@@ -3,7 +3,7 @@
 bf16 autocast is ~8x faster than f32 on a CPU with AVX512-BF16 or AMX (the machines the
 earlier training runs used), but on one without them (e.g. an AVX2-only AMD EPYC) PyTorch
 emulates it: measured 1.3 GFLOP/s against 62 GFLOP/s for f32 on a 256x704 matmul, 2 threads,
-2026-12-02 (docs/model.md, "Eighteenth run"). "auto" picks by /proc/cpuinfo's flags on a CPU,
+2026-12-02 (docs/history/model-training-runs.md, "Eighteenth run"). "auto" picks by /proc/cpuinfo's flags on a CPU,
 and bf16 on a CUDA device (train.py --device cuda).
 """
 import contextlib
