@@ -5,7 +5,9 @@
 // element types and lengths, tensor dimension counts, dimensions, types and offsets, integer and
 // float metadata values (the model configuration), and where the file ends. Every input is also
 // applied to a second base, a 1-layer llada-moe (expert counts, Q/K norms, router, 3-D experts),
-// so the mixture-of-experts keys and shapes are mutated too.
+// so the mixture-of-experts keys and shapes are mutated too, and to a third, a 1-layer
+// fast-dllm-v2 (block-diffusion keys diffusion.block_length / sub_block_length, Q/K/V biases,
+// block-causal attention).
 //
 // Input format (all little-endian, read until the input runs out), one mutation per record:
 //   u8 op, u16 field index (modulo the fields of that kind), u8 value selector, [u64 raw value]
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "model/weights.h"
 #include "targets.h"
 #include "util/error.h"
 
@@ -215,6 +218,56 @@ std::vector<uint8_t> BuildMoeBase() {
   return w.ToBytes();
 }
 
+// d_model 32, 2 heads of 16 over 1 kv head, d_ff 64, 1 layer of the block-diffusion
+// fast-dllm-v2: Q/K/V biases, blocks of 8 in sub-blocks of 4 over a context of 64; tied output.
+std::vector<uint8_t> BuildBlockBase() {
+  const uint64_t d = 32, hd = 16, ff = 64, n_vocab = 300;
+  format::GgufWriter w;
+  for (const auto& [key, value] : GoldenLlada().model().file().metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.SetValue(key, value);
+  }
+  const std::string a = "fast-dllm-v2.";
+  w.SetValue("general.architecture", Value::Str("fast-dllm-v2"));
+  w.SetValue(a + "block_count", Value::U32(1));
+  w.SetValue(a + "embedding_length", Value::U32(d));
+  w.SetValue(a + "attention.head_count", Value::U32(2));
+  w.SetValue(a + "attention.head_count_kv", Value::U32(1));
+  w.SetValue(a + "feed_forward_length", Value::U32(ff));
+  w.SetValue(a + "context_length", Value::U32(64));
+  w.SetValue(a + "attention.layer_norm_rms_epsilon", Value::F32(1e-6f));
+  w.SetValue(a + "rope.freq_base", Value::F32(1000000.0f));
+  w.SetValue("diffusion.block_length", Value::U32(8));
+  w.SetValue("diffusion.sub_block_length", Value::U32(4));
+  auto add = [&](const std::string& name, TensorType type, std::vector<uint64_t> ne) {
+    uint64_t n = 1;
+    for (uint64_t v : ne) n *= v;
+    w.AddTensor(name, type, ne, format::EncodeTensor(type, Ramp(n)));
+  };
+  add("token_embd.weight", TensorType::Q8_0, {d, n_vocab});
+  add("blk.0.attn_norm.weight", TensorType::F32, {d});
+  add("blk.0.attn_q.weight", TensorType::BF16, {d, d});
+  add("blk.0.attn_k.weight", TensorType::F16, {d, hd});
+  add("blk.0.attn_v.weight", TensorType::F32, {d, hd});
+  add("blk.0.attn_q.bias", TensorType::F32, {d});
+  add("blk.0.attn_k.bias", TensorType::F32, {hd});
+  add("blk.0.attn_v.bias", TensorType::F32, {hd});
+  add("blk.0.attn_output.weight", TensorType::Q8_0, {d, d});
+  add("blk.0.ffn_norm.weight", TensorType::F32, {d});
+  add("blk.0.ffn_gate.weight", TensorType::BF16, {d, ff});
+  add("blk.0.ffn_up.weight", TensorType::Q4_0, {d, ff});
+  add("blk.0.ffn_down.weight", TensorType::F16, {ff, d});
+  add("output_norm.weight", TensorType::F32, {d});
+  std::vector<uint8_t> bytes = w.ToBytes();
+  // Unmutated, it must load, or its mutations would never reach the block-causal forward.
+  bool loads = false;
+  try {
+    loads = model::Model::FromFile(format::GgufFile::FromBytes(bytes))->config().block_causal();
+  } catch (const Error&) {
+  }
+  BICACHE_FUZZ_CHECK(loads, "the fast-dllm-v2 base file does not load as a block-causal model");
+  return bytes;
+}
+
 class Reader {
  public:
   explicit Reader(Input in) : in_(in) {}
@@ -312,6 +365,9 @@ void GgufStructured(Input in) {
   static const FieldMap moe_fields(moe_base);
   MutateAndExercise(base, fields, in);
   MutateAndExercise(moe_base, moe_fields, in);
+  static const std::vector<uint8_t> block_base = BuildBlockBase();
+  static const FieldMap block_fields(block_base);
+  MutateAndExercise(block_base, block_fields, in);
 }
 
 }  // namespace bicache::fuzz
