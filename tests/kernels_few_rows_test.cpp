@@ -198,14 +198,95 @@ TEST(KernelsFewRows, LinearTakesTheRouteForFewRows) {
   }
 }
 
+// bf16 W, activations rounded to bf16: products exact in float, so only the summation order differs
+// from the double-precision sum.
+TEST(KernelsFewRows, Bf16KernelsMatchTheExactProduct) {
+  const size_t in = 320, out = 29;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> w(out * in);
+  std::vector<float> wf(out * in);
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] = ref::Bf16FromF32(dist(rng));
+    wf[i] = ref::F32FromBf16(w[i]);
+  }
+  for (IntIsa isa : CompiledIsas()) {
+    if (!FewRowsBf16Available(isa)) continue;
+    for (size_t n : {1, 5, 8, 19}) {
+      SCOPED_TRACE(std::string(IntIsaName(isa)) + " n=" + std::to_string(n));
+      std::vector<uint16_t> xb(n * in);
+      std::vector<float> xf(n * in);
+      for (size_t i = 0; i < xb.size(); ++i) {
+        xb[i] = ref::Bf16FromF32(dist(rng));
+        xf[i] = ref::F32FromBf16(xb[i]);
+      }
+      std::vector<float> got(n * out, -1.0f), want(n * out);
+      FewRowsBf16Forward(isa, xb.data(), xf.data(), n, in, w.data(), out, got.data());
+      ref::MatMulNT(xf.data(), wf.data(), want.data(), n, in, out);
+      for (size_t r = 0; r < n; ++r) {
+        for (size_t o = 0; o < out; ++o) {
+          double mag = 0;
+          for (size_t i = 0; i < in; ++i) mag += std::fabs(xf[r * in + i] * wf[o * in + i]);
+          ASSERT_NEAR(got[r * out + o], want[r * out + o], 1e-5 * mag) << r << ", " << o;
+        }
+      }
+    }
+  }
+  if (CpuIntIsa() != IntIsa::kNone) {
+    std::vector<float> y(out);
+    EXPECT_THROW(
+        FewRowsBf16Forward(IntIsa::kAvx2, nullptr, nullptr, 1, in, w.data(), out, y.data()),
+        Error);  // no activations
+    EXPECT_THROW(
+        FewRowsBf16Forward(IntIsa::kNone, nullptr, nullptr, 1, in, w.data(), out, y.data()), Error);
+  }
+}
+
+TEST(KernelsFewRows, LinearTakesTheBf16RouteForFewRows) {
+  const size_t in = 256, out = 24;
+  const size_t n = FewRowsCutover(TensorType::BF16, ActiveIntIsa(), ActiveMatmulPrecision());
+  if (n == 0) GTEST_SKIP() << "few-row routes off or no AVX2 here";
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 0.1f);
+  std::vector<uint8_t> bytes(out * in * 2);
+  std::vector<float> wf(out * in);
+  for (size_t i = 0; i < wf.size(); ++i) {
+    const uint16_t h = ref::Bf16FromF32(dist(rng));
+    std::memcpy(&bytes[2 * i], &h, 2);
+    wf[i] = ref::F32FromBf16(h);
+  }
+  const Linear lin =
+      Linear::FromTensor(bicache::testing::MakeMatrixTensor(TensorType::BF16, in, out, bytes));
+  ASSERT_EQ(ChooseLinearRoute(TensorType::BF16, ActiveMatmulPrecision() == MatmulPrecision::kF32, n,
+                              in, ActiveMatmulPrecision(), ActiveIntIsa()),
+            LinearRoute::kFewRows);
+  auto x = RandomRows(n, in, 13);
+  for (auto& v : x) v = ref::F32FromBf16(ref::Bf16FromF32(v));
+  std::vector<float> got(n * out), want(n * out);
+  lin.Forward(x.data(), n, got.data());
+  ref::MatMulNT(x.data(), wf.data(), want.data(), n, in, out);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i]))) << i;
+}
+
 TEST(KernelsFewRows, RouteTable) {
   using R = LinearRoute;
   const auto bf16 = MatmulPrecision::kBf16, f32 = MatmulPrecision::kF32;
   const auto vnni = IntIsa::kAvx512Vnni, avx2 = IntIsa::kAvx2, none = IntIsa::kNone;
   const size_t few = FewRowsCutover(TensorType::Q4_K, vnni, bf16);
   if (few == 0) GTEST_SKIP() << "BICACHE_FEW_ROWS=0";
-  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4096, bf16, vnni), R::kGemm);
-  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, true, 1, 4096, f32, avx2), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 256, 4096, bf16, vnni), R::kGemm);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, true, 256, 4096, f32, avx2), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4096, f32, avx2), R::kGemm);  // F32 file
+  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4096, bf16, none), R::kGemm);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, true, 1, 4096, f32, none), R::kPanels);
+  if (FewRowsCutover(TensorType::BF16, avx2, f32) >= 1) {
+    EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, true, 1, 4096, f32, avx2), R::kFewRows);
+  }
+  if (FewRowsCutover(TensorType::BF16, vnni, bf16) >= 1) {
+    EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4096, bf16, vnni), R::kFewRows);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4080, bf16, vnni), R::kGemm);  // % 32
+  }
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, few, 4096, bf16, vnni), R::kFewRows);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, vnni), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 256, 4096, bf16, vnni), R::kInt8Tile);
@@ -215,7 +296,8 @@ TEST(KernelsFewRows, RouteTable) {
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 1, 4096, bf16, none), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_0, true, 1, 96, bf16, vnni), R::kPanels);  // in % 256
   EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, none, bf16), 0u);
-  EXPECT_EQ(FewRowsCutover(TensorType::BF16, vnni, bf16), 0u);
+  EXPECT_EQ(FewRowsCutover(TensorType::F16, vnni, bf16), 0u);
+  EXPECT_EQ(FewRowsCutover(TensorType::BF16, none, bf16), 0u);
   if (!ParseFewRowsOverride(std::getenv("BICACHE_FEW_ROWS") ? std::getenv("BICACHE_FEW_ROWS")
                                                             : "")) {
     // The measured table (linear_route.h).
@@ -223,6 +305,8 @@ TEST(KernelsFewRows, RouteTable) {
     EXPECT_EQ(FewRowsCutover(TensorType::Q8_0, avx2, bf16), 16u);
     EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, vnni, bf16), 16u);
     EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, avx2, f32), 32u);
+    EXPECT_EQ(FewRowsCutover(TensorType::BF16, vnni, bf16), 0u);
+    EXPECT_EQ(FewRowsCutover(TensorType::BF16, avx2, f32), 16u);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, vnni), R::kInt8Tile);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, avx2), R::kFewRows);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 17, 4096, bf16, vnni), R::kPanels);

@@ -49,4 +49,15 @@ constexpr size_t kFewRowsMax = 64;
 void FewRowsForward(IntIsa isa, format::TensorType type, const float* x, size_t n, size_t in,
                     const uint8_t* w, size_t row_bytes, size_t out, float* y);
 
+// BF16 weights at a few rows (few_rows_bf16.cpp): each weight row read once per 8 activation rows.
+// Whether it runs with `isa`: kAvx2 (FMAs on widened values), or kAvx512Vnni on a CPU that also
+// has AVX512-BF16 (vdpbf16ps).
+bool FewRowsBf16Available(IntIsa isa);
+// y[n, out] = x[n, in] * W^T for bf16 W: [out, in] (rows `in` values apart; may be the mapped
+// file). kAvx512Vnni reads the activations rounded to bf16, xb (in a multiple of 32); kAvx2 the
+// same values widened to float, xf (in a multiple of 8). Throws Error(kUnsupported) when
+// !FewRowsBf16Available(isa), Error(kInvalidArgument) for another `in` or a missing operand.
+void FewRowsBf16Forward(IntIsa isa, const uint16_t* xb, const float* xf, size_t n, size_t in,
+                        const uint16_t* w, size_t out, float* y);
+
 }  // namespace bicache::kernels

@@ -46,6 +46,11 @@ const char* LinearRouteName(LinearRoute r) {
 }
 
 size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision precision) {
+  if (type == format::TensorType::BF16) {
+    if (isa == IntIsa::kNone) return 0;
+    if (const auto n = FewRowsOverride()) return *n;
+    return precision == MatmulPrecision::kF32 ? 16 : 0;  // oneDNN's bf16 GEMM is as fast
+  }
   if (isa == IntIsa::kNone || !FewRowsSupports(type, 256)) return 0;
   if (const auto n = FewRowsOverride()) return *n;
   if (precision == MatmulPrecision::kF32) return 32;
@@ -55,8 +60,13 @@ size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision preci
 
 LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t rows, size_t in,
                               MatmulPrecision precision, IntIsa isa) {
+  if (type == format::TensorType::BF16) {  // held as bf16 (bf16 path) or read in place (f32)
+    const bool few = in % 32 == 0 && rows <= FewRowsCutover(type, isa, precision);
+    if (few && (precision == MatmulPrecision::kBf16 || in_place)) return LinearRoute::kFewRows;
+    return in_place ? LinearRoute::kPanels : LinearRoute::kGemm;
+  }
   if (!in_place) return LinearRoute::kGemm;
-  if (!IsBlockQuantized(type)) return LinearRoute::kPanels;  // BF16 on the f32 path
+  if (!IsBlockQuantized(type)) return LinearRoute::kPanels;
   if (FewRowsSupports(type, in) && rows <= FewRowsCutover(type, isa, precision))
     return LinearRoute::kFewRows;
   if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni &&

@@ -12,10 +12,15 @@
 //   Q8_0 int8 tile        12.1   11.8   13.0   13.9   14.7   16.2
 //   Q4_K few-row (f32 path, AVX2)                19.2   29.4   35.5
 //   Q4_K f32 panels                              40.3   44.9   50.6
+//   BF16 few-row (vdpbf16ps)  5.5   18.5   20.9   27.2   43.3
+//   BF16 oneDNN bf16 GEMM     5.0   16.2   18.3   20.1   25.0
+//   BF16 few-row (f32 path)   7.8   18.4          38.8   56.4   82.0
+//   BF16 f32 panels          14.1   24.3          44.3   49.4   55.7
 //
 // hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; every
 // other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs f32):
-// 32. The routes:
+// 32; BF16 weights: 16 on the f32 path, none on the bf16 path (oneDNN's bf16 GEMM was as fast with
+// one thread and with two). The routes:
 //
 // | weights                        | rows <= FewRowsCutover  | more rows |
 // |--------------------------------|-------------------------|--------------------------------------|

@@ -398,7 +398,7 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   if (n == 0) return;
   const LinearRoute route = ChooseLinearRoute(impl_->type, impl_->panel_src != nullptr, n,
                                               impl_->in, impl_->precision, ActiveIntIsa());
-  if (route == LinearRoute::kFewRows) {
+  if (route == LinearRoute::kFewRows && impl_->type != format::TensorType::BF16) {
     FewRowsForward(ActiveIntIsa(), impl_->type, x, n, impl_->in, impl_->panel_src, impl_->row_bytes,
                    impl_->out, y);
     return;
@@ -412,6 +412,15 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   thread_local std::vector<uint16_t> xb;
   uint16_t* xs = GrowTo(xb, n * impl_->in);
   F32ToBf16(x, xs, n * impl_->in);
+  if (route == LinearRoute::kFewRows) {  // BF16 weights: the bf16 kernel, or AVX2 on widened x
+    const IntIsa isa = FewRowsBf16Available(ActiveIntIsa()) ? ActiveIntIsa() : IntIsa::kAvx2;
+    const uint16_t* w =
+        impl_->w != nullptr ? impl_->w : reinterpret_cast<const uint16_t*>(impl_->panel_src);
+    thread_local std::vector<float> xf;
+    const float* xw = isa == IntIsa::kAvx2 ? Widened(xf, xs, n * impl_->in) : nullptr;
+    FewRowsBf16Forward(isa, xs, xw, n, impl_->in, w, impl_->out, y);
+    return;
+  }
   if (impl_->precision == MatmulPrecision::kF32) {
     thread_local std::vector<float> xf;
     const float* xw = Widened(xf, xs, n * impl_->in);
