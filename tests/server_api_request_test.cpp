@@ -415,8 +415,8 @@ TEST_F(ApiRequestTest, SamplerCombinationsThatCannotRun) {
                  "alg_temp cannot be combined with threshold", "alg_temp");
   // Guidance runs the prompt masked, which a cached prefix cannot stand for.
   ExpectRejected(With("cfg", 1.5),
-                 "'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": "
-                 "\"none\" or \"dual\"",
+                 "classifier-free guidance (cfg) masks the prompt, so it cannot reuse a cached "
+                 "prefix: use cache none or dual",
                  "cfg");
   EXPECT_EQ(
       Parse(json{{"prompt", "hello"}, {"cfg", 1.5}, {"cache", "dual"}}).options.sampler.cfg_scale,

@@ -371,9 +371,21 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
   s.mask_id = lm.model().config().mask_token_id;
   s.stop_ids = lm.stop_ids();
+  if (const json* c = Field(body, "cache")) {
+    if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
+    try {
+      r.options.cache = engine::ParseCacheMode(c->get<std::string>());
+    } catch (const Error& e) {
+      BadRequest(std::string("'cache': ") + e.what(), "cache");
+    }
+  } else {
+    r.options.cache = limits.default_cache;
+  }
+  r.options.refresh_interval = static_cast<int>(GetInt(
+      body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
   // The engine's own acceptance check (Engine::Start runs it too), here so nothing it would refuse
-  // is queued. The prompt, context and vocabulary were checked above in the API's words; the cache
-  // mode is parsed below, so its clash with cfg is worded by the check there.
+  // is queued: the sampler's ranges and combinations and cfg with a prefix-reusing cache are worded
+  // there once. The prompt, context and vocabulary were checked above in the API's words.
   r.options.prompt = prompt.tokens;
   r.options.prefix_len = prompt.prefix_len;
   try {
@@ -392,24 +404,6 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
     BadRequest(msg, param);
   } catch (const Error& e) {
     BadRequest(e.what());
-  }
-  if (const json* c = Field(body, "cache")) {
-    if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
-    try {
-      r.options.cache = engine::ParseCacheMode(c->get<std::string>());
-    } catch (const Error& e) {
-      BadRequest(std::string("'cache': ") + e.what(), "cache");
-    }
-  } else {
-    r.options.cache = limits.default_cache;
-  }
-  r.options.refresh_interval = static_cast<int>(GetInt(
-      body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
-  if (s.cfg_scale > 0 && r.options.cache.reuses_prefix()) {
-    BadRequest(
-        "'cfg' masks the prompt, so it cannot reuse a cached prefix: use \"cache\": \"none\" or "
-        "\"dual\"",
-        "cfg");
   }
   return r;
 }
