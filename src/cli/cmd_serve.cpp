@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -79,6 +80,25 @@ std::string ResolveApiKey(const KeySources& k) {
   return env != nullptr ? std::string(env) : std::string();
 }
 
+// --api-key and --api-key-file, each recorded as given even when its value is empty.
+void AddApiKeyFlags(CLI::App* cmd, std::shared_ptr<KeySources> key) {
+  cmd->add_option_function<std::string>(
+      "--api-key",
+      [key](const std::string& v) {
+        key->flag_given = true;
+        key->flag = v;
+      },
+      "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
+      "or --api-key-file)");
+  cmd->add_option_function<std::string>(
+      "--api-key-file",
+      [key](const std::string& v) {
+        key->file_given = true;
+        key->file = v;
+      },
+      "read the API key from this file (first line)");
+}
+
 // Connection deadlines and the connection cap (the front end, server/front/front_end.h).
 void AddConnectionFlags(CLI::App* cmd, server::front::FrontOptions* f) {
   const auto seconds = [cmd](const char* name, std::chrono::milliseconds* to, const char* help) {
@@ -116,21 +136,7 @@ Runner AddServe(CLI::App& app) {
   AddThreadsFlag(cmd, &o->threads);
   cmd->add_option("--host", o->s.host, "address to listen on (default 127.0.0.1: local only)");
   cmd->add_option("--port", o->s.port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
-  cmd->add_option_function<std::string>(
-      "--api-key",
-      [o](const std::string& v) {
-        o->key.flag_given = true;
-        o->key.flag = v;
-      },
-      "require 'Authorization: Bearer KEY' on /v1 routes (visible in `ps`: prefer BICACHE_API_KEY "
-      "or --api-key-file)");
-  cmd->add_option_function<std::string>(
-      "--api-key-file",
-      [o](const std::string& v) {
-        o->key.file_given = true;
-        o->key.file = v;
-      },
-      "read the API key from this file (first line)");
+  AddApiKeyFlags(cmd, std::shared_ptr<KeySources>(o, &o->key));
   cmd->add_flag(
       "--no-mmap", [o](int64_t) { o->s.open.mmap = false; },
       "read the model into memory instead of memory-mapping it (a file rewritten in place can then "
