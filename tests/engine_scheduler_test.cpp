@@ -130,26 +130,43 @@ TEST_F(SchedulerTest, BatchedWithAQuarterCancelledMidwayTheRestMatchAlone) {
   EXPECT_GT(engine.cache_stats().total.entries, 0u);
 }
 
+// Holds the scheduler's worker inside a request's on_step (as a long batch step would) until
+// Release(), so a test can act on the queue meanwhile.
+class WorkerGate {
+ public:
+  RequestCallbacks Hold(RequestCallbacks cb) {
+    cb.on_step = [this](const StepEvent&) {
+      std::unique_lock<std::mutex> l(m_);
+      entered_ = true;
+      cv_.notify_all();
+      cv_.wait_for(l, 60s, [&] { return released_; });
+    };
+    return cb;
+  }
+  bool WaitEntered() {
+    std::unique_lock<std::mutex> l(m_);
+    return cv_.wait_for(l, 60s, [&] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(m_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool entered_ = false, released_ = false;
+};
+
 TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
   Engine engine(lm_->model(), {});
   Scheduler sched(engine, {.max_running = 1, .max_queue = 2, .token_budget = 0});
   // The first request holds the worker inside its on_step until released, so the queue fills.
-  std::mutex m;
-  std::condition_variable cv;
-  bool entered = false, release = false;
+  WorkerGate gate;
   Outcome first, b, c;
-  RequestCallbacks cb = first.Callbacks();
-  cb.on_step = [&](const StepEvent&) {
-    std::unique_lock<std::mutex> l(m);
-    entered = true;
-    cv.notify_all();
-    cv.wait_for(l, 60s, [&] { return release; });
-  };
-  sched.Submit(Options(0), std::move(cb));
-  {
-    std::unique_lock<std::mutex> l(m);
-    ASSERT_TRUE(cv.wait_for(l, 60s, [&] { return entered; }));
-  }
+  sched.Submit(Options(0), gate.Hold(first.Callbacks()));
+  ASSERT_TRUE(gate.WaitEntered());
   sched.Submit(Options(1), b.Callbacks());
   sched.Submit(Options(2), c.Callbacks());
   EXPECT_EQ(sched.stats().waiting, 2);
@@ -160,11 +177,7 @@ TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kResource);
   }
-  {
-    std::lock_guard<std::mutex> l(m);
-    release = true;
-    cv.notify_all();
-  }
+  gate.Release();
   for (Outcome* o : {&first, &b, &c}) {
     ASSERT_TRUE(o->Wait());
     EXPECT_TRUE(o->ok);
@@ -179,23 +192,11 @@ TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
 TEST_F(SchedulerTest, CancelWhileQueuedDropsTheRequestUnstarted) {
   Engine engine(lm_->model(), {});
   Scheduler sched(engine, {.max_running = 1, .max_queue = 4, .token_budget = 0});
-  std::mutex m;
-  std::condition_variable cv;
-  bool entered = false, release = false;
+  WorkerGate gate;
   Outcome first, gone, kept;
   std::atomic<int> gone_steps{0};
-  RequestCallbacks cb = first.Callbacks();
-  cb.on_step = [&](const StepEvent&) {
-    std::unique_lock<std::mutex> l(m);
-    entered = true;
-    cv.notify_all();
-    cv.wait_for(l, 60s, [&] { return release; });
-  };
-  sched.Submit(Options(0), std::move(cb));
-  {
-    std::unique_lock<std::mutex> l(m);
-    ASSERT_TRUE(cv.wait_for(l, 60s, [&] { return entered; }));
-  }
+  sched.Submit(Options(0), gate.Hold(first.Callbacks()));
+  ASSERT_TRUE(gate.WaitEntered());
   RequestCallbacks gcb = gone.Callbacks();
   gcb.on_step = [&](const StepEvent&) { ++gone_steps; };
   auto h = sched.Submit(Options(1), std::move(gcb));
@@ -208,11 +209,7 @@ TEST_F(SchedulerTest, CancelWhileQueuedDropsTheRequestUnstarted) {
   }
   EXPECT_EQ(sched.stats().waiting, 1);
   EXPECT_EQ(sched.stats().cancelled, 1u);
-  {
-    std::lock_guard<std::mutex> l(m);
-    release = true;
-    cv.notify_all();
-  }
+  gate.Release();
   ASSERT_TRUE(gone.Wait());
   EXPECT_FALSE(gone.ok);
   EXPECT_EQ(gone.kind, ErrorKind::kCancelled);

@@ -219,12 +219,9 @@ void Server::InstallGate() {
     // ("-1", then waiting for a body that never comes): refuse it before any body is read.
     if (const std::string length = req.get_header_value("Content-Length");
         !length.empty() && length.find_first_not_of("0123456789") != std::string::npos) {
-      ApiError e;
-      e.status = 400;
-      e.type = "invalid_request_error";
-      e.message = "Content-Length '" + length.substr(0, 40) + "' is not a byte count";
       res.set_header("Connection", "close");
-      SendError(res, e);
+      SendError(res, ApiError{.message = "Content-Length '" + length.substr(0, 40) +
+                                         "' is not a byte count"});
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
@@ -322,24 +319,15 @@ void Server::InstallGeneration() {
         if (too_large) {
           res.status = 413;
         } else if (res.status < 400) {
-          ApiError e;
-          e.status = 400;
-          e.type = "invalid_request_error";
-          e.message =
-              "the request body could not be read (the connection ended or the chunked encoding "
-              "was broken)";
-          SendError(res, e);
+          SendError(res, ApiError{.message = "the request body could not be read (the connection "
+                                             "ended or the chunked encoding was broken)"});
         }
         return;
       }
       if (body.empty()) {
-        ApiError e;
-        e.status = 400;
-        e.type = "invalid_request_error";
-        e.message =
-            "the request has no body: send the JSON object as the body, with a Content-Length "
-            "header (or Transfer-Encoding: chunked)";
-        SendError(res, e);
+        SendError(res, ApiError{.message = "the request has no body: send the JSON object as the "
+                                           "body, with a Content-Length header (or "
+                                           "Transfer-Encoding: chunked)"});
         return;
       }
       // `curl -d '{...}'` sends JSON labelled as a form: accepted. A real form (fields) is not
