@@ -33,7 +33,8 @@ for root in "$LAYERS"/*/; do
         echo "$lib can include $(header_of "$folder") though $folder is not below it" >&2
         exit 1
       fi
-      grep -q 'No such file' "$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+      # gcc says "No such file or directory", clang "file not found" (the sanitizer builds use clang).
+      grep -Eq 'No such file|file not found' "$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
     fi
     checked=$((checked + 1))
   done
