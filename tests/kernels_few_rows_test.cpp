@@ -23,6 +23,8 @@
 namespace bicache::kernels {
 namespace {
 
+using bicache::testing::RandomRows;
+
 using format::TensorType;
 
 struct TypeCase {
@@ -58,15 +60,6 @@ std::vector<uint8_t> RandomWeights(const TypeCase& tc, size_t out, size_t in, ui
     }
   }
   return w;
-}
-
-std::vector<float> RandomRows(size_t n, size_t in, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(n * in);
-  for (auto& v : x) v = dist(rng);
-  for (size_t j = 0; j < 32 && j < in; ++j) x[j] = 0.0f;  // an all-zero block (scale 0)
-  return x;
 }
 
 std::vector<IntIsa> CompiledIsas() {

@@ -19,6 +19,8 @@
 namespace bicache::kernels {
 namespace {
 
+using bicache::testing::RandomRows;
+
 using format::TensorType;
 
 // out rows of `in` Q8_0 values: random int8 quants (the extremes included), scales +-[2^-9, 2^-2).
@@ -33,15 +35,6 @@ std::vector<uint8_t> RandomQ8_0(size_t out, size_t in, uint32_t seed) {
       w[b * 34 + 2 + j] = static_cast<uint8_t>(j == 0 ? 0x81 : j == 1 ? 0x7F : rng());
   }
   return w;
-}
-
-std::vector<float> RandomRows(size_t n, size_t in, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(n * in);
-  for (auto& v : x) v = dist(rng);
-  for (size_t j = 0; j < 32 && j < in; ++j) x[j] = 0.0f;  // an all-zero block (scale 0)
-  return x;
 }
 
 #define SKIP_WITHOUT_VNNI()                                                \

@@ -13,28 +13,14 @@
 
 #include "kernels/ops.h"
 #include "kernels/reference.h"
+#include "test_util.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
 namespace {
 
-std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// |a - b| <= abs_tol + rel_tol * |b| element-wise, reporting the first mismatch.
-void ExpectNear(const std::vector<float>& a, const std::vector<float>& b, float rel_tol,
-                float abs_tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_LE(std::fabs(a[i] - b[i]), abs_tol + rel_tol * std::fabs(b[i]))
-        << what << " at " << i << ": got " << a[i] << " want " << b[i];
-  }
-}
+using bicache::testing::ExpectNear;
+using bicache::testing::Random;
 
 uint32_t Bits(float x) {
   uint32_t b;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,36 @@
 #include "util/error.h"
 
 namespace bicache::testing {
+
+// n values drawn uniformly from [lo, hi) with a fixed seed.
+inline std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Activations [n, in] drawn from N(0, 1), with the first 32 values of row 0 zero (a block whose
+// quantization scale is 0).
+inline std::vector<float> RandomRows(size_t n, size_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n * in);
+  for (auto& v : x) v = dist(rng);
+  for (size_t j = 0; j < 32 && j < in; ++j) x[j] = 0.0f;  // an all-zero block (scale 0)
+  return x;
+}
+
+// |a - b| <= abs_tol + rel_tol * |b| element-wise, reporting the first mismatch.
+inline void ExpectNear(const std::vector<float>& a, const std::vector<float>& b, float rel_tol,
+                       float abs_tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_LE(std::fabs(a[i] - b[i]), abs_tol + rel_tol * std::fabs(b[i]))
+        << what << " at " << i << ": got " << a[i] << " want " << b[i];
+  }
+}
 
 // tests/data/REL in the source tree (test_paths.cpp: the one test file that knows the path).
 std::string DataPath(const std::string& rel);
