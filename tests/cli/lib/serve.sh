@@ -10,7 +10,17 @@ SERVE_THREADS=${BICACHE_TEST_THREADS:-2}
 TMP=$(mktemp -d)
 PID=
 URL=
-cleanup() { [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
+# On a failing exit the server's log is printed: a sanitizer report or a crash is then in the test's
+# output instead of lost with $TMP.
+cleanup() {
+  local rc=$?
+  [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+  if [[ $rc != 0 && -s $TMP/log ]]; then
+    echo "--- the last server's log (last 80 lines)"
+    tail -n 80 "$TMP/log"
+  fi
+  rm -rf "$TMP"
+}
 trap cleanup EXIT
 
 start_server() {
