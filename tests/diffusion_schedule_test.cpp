@@ -7,6 +7,7 @@
 
 #include "diffusion/denoiser.h"
 #include "diffusion/schedule.h"
+#include "util/error.h"
 
 namespace bicache::diffusion {
 namespace {
@@ -207,6 +208,26 @@ TEST(DiffusionSchedule, BlocksAreDenoisedLeftToRight) {
       d.Step(logits.data());
     }
   }
+}
+
+// Block-diffusion models: with block_offset the blocks sit on the absolute grid -- the first one
+// finishes the prompt's last block, one more (block_offset long) ends the canvas -- and each block
+// gets steps_per_block steps.
+TEST(DiffusionSchedule, AnOffsetLaysBlocksOnTheAbsoluteGrid) {
+  SamplerConfig c = Config(8, 8, 4, Algorithm::kLowConfidence);
+  c.block_offset = 3;
+  EXPECT_EQ(c.canvas_blocks(), 3);
+  Denoiser d(c, kVocab);
+  const std::vector<float> logits = FlatPeakLogits(8);
+  std::vector<std::pair<int, int>> blocks;
+  while (!d.done()) {
+    if (blocks.empty() || blocks.back() != d.current_block()) blocks.push_back(d.current_block());
+    d.Step(logits.data());
+  }
+  const std::vector<std::pair<int, int>> want = {{0, 1}, {1, 5}, {5, 8}};
+  EXPECT_EQ(blocks, want);
+  c.block_offset = 4;
+  EXPECT_THROW(Validate(c), Error);
 }
 
 // Position p's target token gets probability probs[p] (the remaining mass spread evenly).

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/engine.h"
 #include "kernels/int8_gemm.h"
 #include "model/forward.h"
 #include "model/weights.h"
@@ -251,21 +250,6 @@ TEST(ModelBlock, BadFilesGetOneClearErrorEach) {
               "tensor 'blk.1.attn_k.bias' is missing: fast-dllm-v2 has Q/K/V projection biases");
   ExpectError([&] { LoadEdited(sdar, {}, {"blk.0.attn_q_norm.weight"}); },
               "tensor 'blk.0.attn_q_norm.weight' is missing: sdar normalises Q and K per head");
-}
-
-// Generation is not built for these models yet: the engine says so instead of running the
-// bidirectional samplers over a block-causal model.
-TEST(ModelBlock, TheEngineRefusesBlockDiffusionModelsForNow) {
-  auto m = Model::Load(DataPath("block/sdar-tiny.gguf"));
-  try {
-    engine::Engine e(*m, engine::EngineOptions{});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("block-wise generation is not supported yet"),
-              std::string::npos)
-        << e.what();
-  }
 }
 
 }  // namespace

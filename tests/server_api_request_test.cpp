@@ -431,7 +431,7 @@ TEST_F(ApiRequestTest, UnknownAlgorithmAndCacheMode) {
   ExpectRejected(
       With("cache", "fast"),
       "'cache': cache mode 'fast': unknown mode 'fast' (valid: none, llm, fixed:B, bicache, "
-      "dual, and X+dual such as bicache+dual)",
+      "prefix, dual, and X+dual such as bicache+dual)",
       "cache");
 }
 

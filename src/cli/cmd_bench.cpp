@@ -54,7 +54,8 @@ Runner AddBench(CLI::App& app) {
   AddWorkloadFlags(cmd, &o->prefixes, &o->per_prefix, "requests M per prefix");
   cmd->add_option("--modes", o->modes,
                   "comma-separated cache modes to compare (default: "
-                  "none,llm,dual,bicache,bicache+dual); with a "
+                  "none,llm,dual,bicache,bicache+dual; none,prefix for a block-diffusion "
+                  "model); with a "
                   "dual mode and no --block-length every mode uses block length gen-length/4");
   cmd->add_option("--depth-tables", o->depth_tables,
                   "comma-separated depth tables (bicache calibrate's JSON): one more mode each, "
@@ -98,6 +99,9 @@ Runner AddBench(CLI::App& app) {
 
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
+    // A block-diffusion model reuses prefixes exactly: no cross-request reuse against exact reuse.
+    if (lm->model().config().block_causal() && cmd->count("--modes") == 0)
+      bench.modes = ParseModesFlag("none,prefix").modes;
     const harness::BenchReport report = harness::RunBench(std::move(bench), *lm);
     const nlohmann::json doc = harness::BenchJson(report);
     harness::PrintBenchText(report, doc);

@@ -93,6 +93,16 @@ Runner AddGenerate(CLI::App& app) {
     req.refresh_interval = o->s.refresh;
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
+    if (const model::ModelConfig& mc = lm->model().config(); mc.block_causal()) {
+      const int unit = mc.sub_block_length > 0 ? mc.sub_block_length : mc.block_length;
+      if (o->s.block_length != 0 && o->s.block_length != unit) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    "--block-length " + std::to_string(o->s.block_length) +
+                        ": this block-diffusion model denoises its own blocks of " +
+                        std::to_string(unit) + " tokens (omit the flag or give " +
+                        std::to_string(unit) + ")");
+      }
+    }
     engine::Prompt prompt;
     if (!o->chat.empty()) {
       std::vector<tokenizer::ChatMessage> msgs;
@@ -107,10 +117,12 @@ Runner AddGenerate(CLI::App& app) {
     req.sampler.stop_ids = lm->stop_ids();
     engine::EngineOptions eo =
         engine::EngineOptionsFor(*lm, {o->s.cache_budget_mb, o->s.audit_rate});
-    if (req.cache.prefix == engine::PrefixReuse::kBicache && eo.depth_table.empty())
-      WarnNoDepthTable(lm->depth_table_path());
+    // A block-diffusion model reuses prefixes exactly: no depth table is involved.
+    const bool depth_by_table = req.cache.prefix == engine::PrefixReuse::kBicache &&
+                                !lm->model().config().block_causal();
+    if (depth_by_table && eo.depth_table.empty()) WarnNoDepthTable(lm->depth_table_path());
     const std::string mismatch =
-        req.cache.prefix == engine::PrefixReuse::kBicache
+        depth_by_table
             ? engine::CalibrationMismatch(eo.depth_table, req.sampler, req.refresh_interval)
             : "";
     if (!mismatch.empty()) std::fprintf(stderr, "bicache: warning: %s\n", mismatch.c_str());

@@ -83,8 +83,9 @@ Denoiser::Denoiser(const SamplerConfig& config, int vocab_size)
 }
 
 std::pair<int, int> Denoiser::current_block() const {
-  const int b = std::min(block_, config_.num_blocks() - 1);
-  return {b * config_.block_length, (b + 1) * config_.block_length};
+  const int b = std::min(block_, config_.canvas_blocks() - 1);
+  const int begin = b * config_.block_length - config_.block_offset;
+  return {std::max(0, begin), std::min(config_.gen_length, begin + config_.block_length)};
 }
 
 int Denoiser::masked_count() const {
@@ -148,7 +149,7 @@ void Denoiser::Advance() {
   while (!done_) {
     const int masked = static_cast<int>(MaskedInBlock().size());
     if (masked == 0) {
-      if (block_ + 1 >= config_.num_blocks()) {
+      if (block_ + 1 >= config_.canvas_blocks()) {
         done_ = true;  // canvas full; UpdatePrefixAndStop already caught any stop
         return;
       }

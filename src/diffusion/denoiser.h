@@ -8,7 +8,9 @@
 // Schedules (matching the reference implementations):
 //  * Blocks: the canvas is split into gen_length / block_length blocks, denoised left to right;
 //    each block gets steps_per_block = steps / blocks steps. Only the current block's masked
-//    positions are candidates.
+//    positions are candidates. With block_offset > 0 (block-diffusion models) the blocks sit on
+//    the absolute block grid: the first is shorter (it finishes the prompt's last block) and one
+//    more, block_offset long, ends the canvas; each still gets steps_per_block steps.
 //  * LLaDA (low_confidence, random): the block's masked count at block start is spread over its
 //    steps (LladaTransferCounts); the k best positions take their x0.
 //  * Dream (maskgit_plus, topk_margin, entropy): ts = linspace(1, eps, steps_per_block + 1); step i

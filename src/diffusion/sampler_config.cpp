@@ -71,6 +71,9 @@ void Validate(const SamplerConfig& c) {
     Invalid("{block_length} (" + std::to_string(c.block_length) + ") must divide {gen_length} (" +
             std::to_string(c.gen_length) + ")");
   }
+  if (c.block_offset < 0 || c.block_offset >= c.block_length) {
+    Invalid("block offset " + std::to_string(c.block_offset) + " must be in [0, {block_length})");
+  }
   if (c.steps <= 0) Invalid("{steps} must be > 0 (got " + std::to_string(c.steps) + ")");
   const int blocks = c.num_blocks();
   if (c.steps % blocks != 0) {

@@ -49,8 +49,17 @@ struct SamplerConfig {
   int32_t mask_id = -1;           // the model's mask token (required)
   std::vector<int32_t> stop_ids;  // EOS / end-of-turn; the first one pads after a stop
 
+  // Block-diffusion models (sdar, fast-dllm-v2) lay blocks on absolute positions: the prompt's
+  // last partial block is finished by the canvas. block_offset = prompt tokens already in the
+  // canvas's first block (prompt length mod block_length); the first block is then
+  // block_length - block_offset long and one more, block_offset long, ends the canvas.
+  int block_offset = 0;
+
+  // Blocks' worth of steps: {steps} is spread over gen_length / block_length blocks.
   int num_blocks() const { return gen_length / block_length; }
   int steps_per_block() const { return steps / num_blocks(); }
+  // Blocks the canvas is denoised in (num_blocks(), plus one when block_offset > 0).
+  int canvas_blocks() const { return (block_offset + gen_length + block_length - 1) / block_length; }
 };
 
 // Throws FieldError(kInvalidArgument) for every invalid value or combination; the message names

@@ -21,6 +21,9 @@ std::string CacheMode::ToString() const {
     case PrefixReuse::kBicache:
       s = "bicache";
       break;
+    case PrefixReuse::kExact:
+      s = "prefix";
+      break;
   }
   if (dual) s += s.empty() ? "dual" : "+dual";
   return s;
@@ -31,7 +34,7 @@ CacheMode ParseCacheMode(std::string_view text) {
     return Error(
         ErrorKind::kInvalidArgument,
         "cache mode '" + std::string(text) + "': " + why +
-            " (valid: none, llm, fixed:B, bicache, dual, and X+dual such as bicache+dual)");
+            " (valid: none, llm, fixed:B, bicache, prefix, dual, and X+dual such as bicache+dual)");
   };
   CacheMode mode;
   std::string_view rest = text;
@@ -54,6 +57,8 @@ CacheMode ParseCacheMode(std::string_view text) {
       mode.prefix = PrefixReuse::kLlm;
     } else if (part == "bicache") {
       mode.prefix = PrefixReuse::kBicache;
+    } else if (part == "prefix") {
+      mode.prefix = PrefixReuse::kExact;
     } else if (part.starts_with("fixed:")) {
       std::string_view num = part.substr(6);
       int depth = -1;

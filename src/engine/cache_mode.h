@@ -7,6 +7,9 @@
 //                 fixed:L == llm)
 //   bicache       reuse to the safe depth b(r) looked up in the depth table for the request's
 //                 prefix ratio r
+//   prefix        exact prefix reuse for block-diffusion models (sdar, fast-dllm-v2): the K/V of
+//                 the whole blocks of a shared prefix, at every layer. On those models every
+//                 prefix mode (llm, fixed:B, bicache) is this one; a bidirectional model refuses it
 //   dual          Fast-dLLM dual cache inside a request: full forward at each block start, then
 //                 only the current block is computed against cached K/V of everything else
 //   X+dual        any prefix mode composed with the dual cache, e.g. bicache+dual
@@ -17,7 +20,7 @@
 
 namespace bicache::engine {
 
-enum class PrefixReuse { kNone, kLlm, kFixed, kBicache };
+enum class PrefixReuse { kNone, kLlm, kFixed, kBicache, kExact };
 
 struct CacheMode {
   PrefixReuse prefix = PrefixReuse::kNone;

@@ -226,6 +226,7 @@ int LayersHeldFor(const CacheMode& mode, const DepthTable& table, int n_layer) {
     case PrefixReuse::kNone:
       return 0;
     case PrefixReuse::kLlm:
+    case PrefixReuse::kExact:
       return n_layer;
     case PrefixReuse::kFixed:
       return std::min(mode.fixed_depth, n_layer);

@@ -19,15 +19,6 @@ Engine::Engine(const model::Model& model, EngineOptions options)
       stores_(options_.cache_budget_bytes ? options_.cache_budget_bytes
                                           : cache::DefaultBudgetBytes()) {
   options_.cache_budget_bytes = stores_.budget();
-  // The engine's samplers and cache modes denoise a whole bidirectional canvas; a block-diffusion
-  // model must be generated block by block, which is not built yet (the forward, `logits` and
-  // `info` take these models).
-  if (model_.config().block_causal()) {
-    throw Error(ErrorKind::kUnsupported,
-                std::string("architecture '") + model::ArchName(model_.config().arch) +
-                    "' is a block-diffusion model: block-wise generation is not supported yet "
-                    "(bicache logits and bicache info take it)");
-  }
 }
 
 int Engine::LayersHeldFor(const CacheMode& mode) const {
@@ -42,8 +33,16 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const model::ModelConfig& c = model_.config();
   opt.sampler.mask_id = c.mask_token_id;
-  CheckRequest(opt, c);
   const int P = static_cast<int>(opt.prompt.size());
+  // A block-diffusion model denoises its own blocks (sub-blocks for fast-dllm-v2) on the absolute
+  // block grid: the request's block length is the model's, offset by the prompt's last block.
+  const bool exact_reuse = c.block_causal();
+  if (exact_reuse) {
+    const int unit = c.sub_block_length > 0 ? c.sub_block_length : c.block_length;
+    opt.sampler.block_length = unit;
+    opt.sampler.block_offset = P % unit;
+  }
+  CheckRequest(opt, c);
   const int n = P + opt.sampler.gen_length;
   // The prefix must leave at least one prompt token to compute (the shifted head reads row P-1).
   const int max_prefix = P - (c.shift_logits ? 1 : 0);
@@ -51,18 +50,22 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   if (declared < 0) declared = static_cast<int>(recent_.SharedPrefixLength(opt.prompt));
   recent_.Observe(opt.prompt);
   declared = std::clamp(declared, 0, max_prefix);
+  // Block-causal: K/V of whole blocks do not depend on what follows them, so a cached prefix is
+  // reused at every layer, exactly, up to the last whole block inside the shared part.
+  if (exact_reuse) declared = declared / c.block_length * c.block_length;
 
   std::optional<cache::PrefixPin> pin;
   int depth = 0;
   bool hit = false;
-  const int held = LayersHeldFor(opt.cache);
+  const int held =
+      exact_reuse ? (opt.cache.reuses_prefix() ? c.n_layer : 0) : LayersHeldFor(opt.cache);
   if (opt.cache.reuses_prefix() && declared > 0 && held > 0) {
     cache::PrefixStore& store = stores_.For(held);
     std::span<const int32_t> prompt(opt.prompt);
     pin = store.Lookup(prompt, declared);
     hit = pin.has_value();
     const bool exact = pin && static_cast<int>(pin->length()) == declared;
-    if (!exact && DepthFor(opt.cache, static_cast<double>(declared) / n) > 0) {
+    if (!exact && (exact_reuse || DepthFor(opt.cache, static_cast<double>(declared) / n) > 0)) {
       // Miss, or only a shorter nested prefix is cached: compute the declared prefix alone and
       // cache it (outside any lock; a concurrent builder of the same prefix just loses the race).
       model::ForwardStats st;
@@ -80,11 +83,11 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
       }
     }
     if (pin) {
-      depth = DepthFor(opt.cache, static_cast<double>(pin->length()) / n);
+      depth = exact_reuse ? c.n_layer : DepthFor(opt.cache, static_cast<double>(pin->length()) / n);
       depth = std::min(depth, static_cast<const PrefixKvPayload&>(*pin->payload()).layers_held);
     }
   }
-  if (depth > 0 && options_.audit_rate > 0) MaybeAudit(opt, static_cast<int>(pin->length()), depth);
+  if (depth > 0 && !exact_reuse && options_.audit_rate > 0) MaybeAudit(opt, static_cast<int>(pin->length()), depth);
   auto req = std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
   req->add_start_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -17,7 +17,9 @@ std::shared_ptr<PrefixKvPayload> BuildPrefixPayload(const model::Model& model,
   plan.tokens = prefix;
   plan.kv_out = &payload->kv;
   plan.capture_kv_layers = payload->layers_held;
-  plan.capture_hidden_max = payload->layers_held;
+  // A block-diffusion entry is reused at every layer, exactly: no request rejoins from a hidden
+  // state, so none is kept.
+  plan.capture_hidden_max = model.config().block_causal() ? 0 : payload->layers_held;
   model::Forward(model, {&plan, 1}, stats);
   if (payload->layers_held == L) payload->kv.hidden[L].clear();  // never a rejoin point
   for (auto& h : payload->kv.hidden) h.shrink_to_fit();

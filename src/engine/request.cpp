@@ -38,6 +38,48 @@ Request::Request(const model::Model& model, RequestOptions options,
     const auto& payload = static_cast<const PrefixKvPayload&>(*pin_->payload());
     CopyPrefixInto(payload, depth_, &kv_, c.d_model, c.kv_dim());
   }
+  block_causal_ = c.block_causal();
+  if (block_causal_) {
+    // Engine::Start hands a block-causal request only whole blocks of prefix, at every layer.
+    if (depth_ > 0 && (depth_ != c.n_layer || prefix_ % c.block_length != 0)) {
+      throw Error(ErrorKind::kInternal, "a block-diffusion request got a partial prefix entry");
+    }
+    kv_final_ = depth_ > 0 ? prefix_ : 0;
+  }
+}
+
+void Request::PlanBlockStep(std::vector<model::SeqPlan>* plans) {
+  const model::ModelConfig& c = model_.config();
+  const int L = c.n_layer, B = c.block_length;
+  const auto block = denoiser_.current_block();  // canvas coordinates
+  const int begin = prompt_len_ + block.first, end = prompt_len_ + block.second;
+  // The sequence ends with the model block holding the current (sub-)block: what follows cannot
+  // be seen by it, and is not there yet in the published generation code either.
+  const int n = std::min(n_tokens(), (end + B - 1) / B * B);
+  // Rows of every layer before the model block of `begin` no longer change once all their tokens
+  // are committed; keep the (possibly grown) K/V rows of those in kv_.
+  const int compute_begin = std::min(kv_final_, begin - shift_);
+  kv_.n_tok = n;
+  for (auto& layer : kv_.layers) {
+    layer.k.resize(static_cast<size_t>(n) * c.kv_dim());
+    layer.v.resize(static_cast<size_t>(n) * c.kv_dim());
+  }
+  model::SeqPlan p;
+  p.tokens = std::span<const int32_t>(tokens_).first(n);
+  if (compute_begin > 0) {
+    p.partial_depth = L;
+    p.compute_begin = compute_begin;
+    p.compute_end = n;
+    p.kv_in = &kv_;
+  }
+  p.kv_out = &kv_;
+  p.capture_kv_layers = L;
+  p.logits_begin = begin - shift_;
+  p.logits_end = end - shift_;
+  p.logits = &logits_[static_cast<size_t>(block.first) * c.n_vocab];
+  plans->push_back(p);
+  kv_final_ = begin / B * B;  // after this forward: every block before `begin`'s is final
+  forwards_ += 1;
 }
 
 void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
@@ -48,6 +90,7 @@ void Request::PlanStep(std::vector<model::SeqPlan>* plans) {
   std::copy(canvas.begin(), canvas.end(), tokens_.begin() + prompt_len_);
   if (!uncond_tokens_.empty())
     std::copy(canvas.begin(), canvas.end(), uncond_tokens_.begin() + prompt_len_);
+  if (block_causal_) return PlanBlockStep(plans);
 
   model::SeqPlan p;
   p.tokens = tokens_;

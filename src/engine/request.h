@@ -68,6 +68,10 @@ class Request {
   bool done() const { return denoiser_.done(); }
   // Appends this step's plans (1, or 2 with classifier-free guidance) to `plans`.
   void PlanStep(std::vector<model::SeqPlan>* plans);
+  // PlanStep for a block-diffusion model: the sequence ends with the current model block; only
+  // the rows from the first non-final model block on are computed, against the K/V of the final
+  // ones, and their K/V captured (the rows of finished blocks become final in the next step).
+  void PlanBlockStep(std::vector<model::SeqPlan>* plans);
   // Consumes the logits the planned forward produced and commits tokens.
   void FinishStep();
   // The last FinishStep as a callback sees it (spans into this request, valid until the next step).
@@ -110,6 +114,10 @@ class Request {
   int steps_since_refresh_ = 0;
   bool have_refresh_ = false;
   std::pair<int, int> dual_block_{-1, -1};  // block the dual cache was built for
+  // Block-diffusion models (block_causal_): K/V rows [0, kv_final_) are final -- whole model
+  // blocks whose tokens are all committed (or a cached prefix) -- and are never computed again.
+  bool block_causal_ = false;
+  int kv_final_ = 0;
   int forwards_ = 0;
   uint64_t token_layers_ = 0;
   double flops_ = 0;

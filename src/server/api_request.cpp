@@ -318,8 +318,13 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   // max_tokens is range-checked before the context check so a negative value reads as such, and
   // the context error reports the max_tokens asked for.
   const int left = context - P;
-  const int64_t def =
+  int64_t def =
       std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
+  // A block-diffusion model generates whole blocks of its own (sub-)block length.
+  const model::ModelConfig& mc = lm.model().config();
+  const int unit =
+      mc.block_causal() ? (mc.sub_block_length > 0 ? mc.sub_block_length : mc.block_length) : 0;
+  if (unit > 0 && def >= unit) def = def / unit * unit;
   // OpenAI: max_completion_tokens replaces the deprecated max_tokens, so it wins when both are
   // sent.
   const char* gen_key =
@@ -336,7 +341,20 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   };
   diffusion::SamplerConfig& s = r.options.sampler;
   s.gen_length = gen;
-  s.block_length = static_cast<int>(GetInt(body, "block_length", gen, 1, gen));
+  if (unit > 0 && gen % unit != 0) {
+    BadRequest("'" + std::string(gen_key) + "' " + std::to_string(gen) +
+                   ": this block-diffusion model generates whole blocks of " +
+                   std::to_string(unit) + " tokens: send a multiple of " + std::to_string(unit),
+               gen_key);
+  }
+  s.block_length = static_cast<int>(GetInt(body, "block_length", unit > 0 ? unit : gen, 1, gen));
+  if (unit > 0 && s.block_length != unit) {
+    BadRequest("'block_length' " + std::to_string(s.block_length) +
+                   ": this block-diffusion model denoises its own blocks of " +
+                   std::to_string(unit) + " tokens: omit block_length or send " +
+                   std::to_string(unit),
+               "block_length");
+  }
   const int blocks = gen / s.block_length;
   // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
   // the block count so the schedule is valid. Every block needs a step, so more blocks than

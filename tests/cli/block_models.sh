@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The block-diffusion fixtures (tests/data/block/: sdar and fast-dllm-v2, 2 layers) through the
-# CLI: `info` prints the block layout, `logits` matches the PyTorch reference's rows, and
-# `generate` refuses them with one clear error (block-wise generation is not built yet).
+# CLI: `info` prints the block layout, `logits` matches the PyTorch reference's rows, `generate`
+# answers block by block (the same with the exact prefix cache as without) and refuses a length
+# that is not whole blocks.
 set -euo pipefail
 BIN=$1
 SRC=$2
@@ -44,11 +45,34 @@ PY
   fi
 done
 
-if "$BIN" generate -t 1 -m "$D/sdar-tiny.gguf" --prompt "hello" --gen-length 8 >"$TMP/g.txt" 2>"$TMP/g.err"; then
-  echo "FAIL generate sdar should refuse"; fail=1
-elif grep -q "block-wise generation is not supported yet" "$TMP/g.err"; then
-  echo "ok   generate refuses sdar with a clear error"
+# Block-wise generation: each model answers, and exact prefix reuse (`prefix`, and `bicache`, which
+# is the same on these models) gives the answer of no cache.
+for name in sdar-tiny fast-dllm-v2-tiny; do
+  args=(generate -t 1 -m "$D/$name.gguf" --prefix "You are a helpful assistant. Answer briefly and well." --prompt "hello there, how are you" --gen-length 16 --steps 16 --json)
+  if "$BIN" "${args[@]}" --cache bicache >"$TMP/a.json" 2>"$TMP/g.err" &&
+    "$BIN" "${args[@]}" --cache prefix >"$TMP/c.json" 2>>"$TMP/g.err" &&
+    "$BIN" "${args[@]}" --cache none >"$TMP/b.json" 2>>"$TMP/g.err" &&
+    jq -e '.cache.depth == 2 and .cache.prefix_tokens > 0' "$TMP/c.json" >/dev/null &&
+    [ "$(jq -c .tokens "$TMP/c.json")" = "$(jq -c .tokens "$TMP/b.json")" ] &&
+    jq -e '.tokens | length > 0' "$TMP/a.json" >/dev/null &&
+    [ "$(jq -c .tokens "$TMP/a.json")" = "$(jq -c .tokens "$TMP/b.json")" ]; then
+    echo "ok   generate $name: answers, the same with and without the cache"
+  else
+    echo "FAIL generate $name:"; cat "$TMP/g.err" "$TMP/a.json" "$TMP/b.json" 2>/dev/null; fail=1
+  fi
+done
+if "$BIN" generate -t 1 -m "$D/sdar-tiny.gguf" --prompt "hello" --gen-length 6 --steps 6 >"$TMP/g.txt" 2>"$TMP/g.err"; then
+  echo "FAIL generate sdar with --gen-length 6 should refuse"; fail=1
+elif grep -q "denoises blocks of 4 tokens" "$TMP/g.err"; then
+  echo "ok   generate sdar refuses a length that is not whole blocks"
 else
   echo "FAIL generate sdar error:"; cat "$TMP/g.err"; fail=1
+fi
+if "$BIN" generate -t 1 -m "$D/sdar-tiny.gguf" --prompt "hello" --gen-length 8 --block-length 8 >"$TMP/g.txt" 2>"$TMP/g.err"; then
+  echo "FAIL generate sdar with --block-length 8 should refuse"; fail=1
+elif grep -q "denoises its own blocks of 4 tokens" "$TMP/g.err"; then
+  echo "ok   generate sdar refuses another block length"
+else
+  echo "FAIL generate sdar --block-length error:"; cat "$TMP/g.err"; fail=1
 fi
 exit $fail
