@@ -159,6 +159,115 @@ class WorkerGate {
   bool entered_ = false, released_ = false;
 };
 
+// A request whose prefix is not cached: while the worker builds it, a layer per iteration
+// (prefix_chunk 1), the request already decoding steps between the chunks instead of waiting for
+// the whole build; the chunked build's entry gives the request the canvas it gets alone.
+class PrefixBuildTest : public SchedulerTest {
+ protected:
+  RequestOptions WithPrefix(int i) {
+    RequestOptions o = Options(i);
+    o.cache = ParseCacheMode("llm");
+    o.sampler.temperature = 0;
+    return o;
+  }
+  RequestOptions Decoding() {
+    RequestOptions o = Options(1);
+    o.cache = ParseCacheMode("none");
+    o.sampler.gen_length = o.sampler.steps = o.sampler.block_length = 32;
+    return o;
+  }
+};
+
+TEST_F(PrefixBuildTest, RunningRequestsStepBetweenTheChunksOfABuild) {
+  const int L = lm_->model().config().n_layer;
+  ASSERT_GE(L, 2);
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 4, .max_queue = 4, .prefix_chunk = 1});
+  WorkerGate gate;
+  Outcome a, b;
+  std::atomic<int> a_steps{0}, a_steps_before_b{-1};
+  RequestCallbacks acb = gate.Hold(a.Callbacks());
+  auto hold = acb.on_step;
+  acb.on_step = [&](const StepEvent& e) {
+    if (a_steps.fetch_add(1) == 0) hold(e);  // the first step waits until B is queued
+  };
+  sched.Submit(Decoding(), std::move(acb));
+  ASSERT_TRUE(gate.WaitEntered());
+  RequestCallbacks bcb = b.Callbacks();
+  bcb.on_step = [&](const StepEvent&) {
+    int expected = -1;
+    a_steps_before_b.compare_exchange_strong(expected, a_steps.load());
+  };
+  sched.Submit(WithPrefix(2), std::move(bcb));
+  gate.Release();
+  ASSERT_TRUE(a.Wait());
+  ASSERT_TRUE(b.Wait());
+  ASSERT_TRUE(a.ok && b.ok);
+  // B's build ran one layer per iteration; A stepped in each of them, before B's first step.
+  EXPECT_EQ(sched.stats().prefix_chunks, static_cast<uint64_t>(L));
+  EXPECT_GE(a_steps_before_b.load(), 1 + L);
+  EXPECT_EQ(engine.cache_stats().prefix_builds, 1u);
+  Engine alone(lm_->model(), {});
+  EXPECT_EQ(b.result.canvas, alone.Run(WithPrefix(2)).canvas);
+  EXPECT_EQ(b.result.depth, L);
+  EXPECT_EQ(b.result.prefix_used, WithPrefix(2).prefix_len);
+}
+
+// Two requests admitted together on one uncached prefix wait on one build.
+TEST_F(PrefixBuildTest, TwoRequestsOnOneNewPrefixBuildItOnce) {
+  const int L = lm_->model().config().n_layer;
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 4, .max_queue = 4, .prefix_chunk = 1});
+  WorkerGate gate;
+  Outcome a, b, c;
+  sched.Submit(Decoding(), gate.Hold(a.Callbacks()));
+  ASSERT_TRUE(gate.WaitEntered());
+  RequestOptions ob = WithPrefix(2), oc = WithPrefix(5);  // documents 2 and 5 % 3 == 2
+  ASSERT_EQ(ob.prefix_len, oc.prefix_len);
+  ASSERT_NE(ob.prompt, oc.prompt);
+  sched.Submit(ob, b.Callbacks());
+  sched.Submit(oc, c.Callbacks());
+  gate.Release();
+  for (Outcome* o : {&a, &b, &c}) {
+    ASSERT_TRUE(o->Wait());
+    EXPECT_TRUE(o->ok);
+  }
+  EXPECT_EQ(engine.cache_stats().prefix_builds, 1u);
+  EXPECT_EQ(sched.stats().prefix_chunks, static_cast<uint64_t>(L));
+  Engine alone(lm_->model(), {});
+  EXPECT_EQ(b.result.canvas, alone.Run(ob).canvas);
+  EXPECT_EQ(c.result.canvas, alone.Run(oc).canvas);
+}
+
+// A request cancelled while its prefix is being built stops the build: nothing is cached.
+TEST_F(PrefixBuildTest, ACancelledRequestStopsItsBuild) {
+  const int L = lm_->model().config().n_layer;
+  Engine engine(lm_->model(), {});
+  Scheduler sched(engine, {.max_running = 4, .max_queue = 4, .prefix_chunk = 1});
+  WorkerGate gate;
+  Outcome a, b;
+  std::shared_ptr<Scheduler::Handle> hb;
+  std::atomic<int> a_steps{0};
+  RequestCallbacks acb = gate.Hold(a.Callbacks());
+  auto hold = acb.on_step;
+  acb.on_step = [&](const StepEvent& e) {
+    const int k = a_steps.fetch_add(1);
+    if (k == 0) hold(e);       // B is queued meanwhile
+    if (k == 1) hb->Cancel();  // B was admitted and its first chunk ran in this iteration
+  };
+  sched.Submit(Decoding(), std::move(acb));
+  ASSERT_TRUE(gate.WaitEntered());
+  hb = sched.Submit(WithPrefix(2), b.Callbacks());
+  gate.Release();
+  ASSERT_TRUE(a.Wait());
+  ASSERT_TRUE(b.Wait());
+  EXPECT_TRUE(a.ok);
+  EXPECT_EQ(b.kind, ErrorKind::kCancelled);
+  EXPECT_EQ(engine.cache_stats().prefix_builds, 0u);
+  EXPECT_EQ(engine.cache_stats().total.entries, 0u);
+  EXPECT_LT(sched.stats().prefix_chunks, static_cast<uint64_t>(L));
+}
+
 TEST_F(SchedulerTest, FullQueueRejectsWithResourceErrorAndRecovers) {
   Engine engine(lm_->model(), {});
   Scheduler sched(engine, {.max_running = 1, .max_queue = 2, .token_budget = 0});

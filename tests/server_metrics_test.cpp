@@ -62,6 +62,7 @@ TEST(ServerMetrics, EveryMetricHasHelpTypeAndOneSample) {
       {"bicache_cache_lookups_total", "counter"},
       {"bicache_cache_lookup_hits_total", "counter"},
       {"bicache_prefix_builds_total", "counter"},
+      {"bicache_prefix_build_chunks_total", "counter"},
       {"bicache_requests_finished_total", "counter"},
       {"bicache_requests_cancelled_total", "counter"},
       {"bicache_requests_failed_total", "counter"},
@@ -113,6 +114,7 @@ TEST(ServerMetrics, ValuesFollowTheStats) {
   s.failed = 1;
   s.rejected = 4;
   s.iterations = 123;
+  s.prefix_chunks = 9;
   s.prefix_query_tokens = 1000;
   s.prefix_hit_tokens = 640;
   s.cache.prefix_builds = 5;
@@ -143,6 +145,7 @@ TEST(ServerMetrics, ValuesFollowTheStats) {
       {"bicache_requests_failed_total", "1"},
       {"bicache_requests_rejected_total", "4"},
       {"bicache_batch_iterations_total", "123"},
+      {"bicache_prefix_build_chunks_total", "9"},
   };
   for (const auto& [name, value] : kWant) EXPECT_EQ(Sample(text, Series(name)), value) << name;
 }

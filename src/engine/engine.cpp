@@ -30,6 +30,18 @@ int Engine::DepthFor(const CacheMode& mode, double ratio) const {
 }
 
 std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
+  StartPlan plan = PlanStart(std::move(opt));
+  std::shared_ptr<PrefixKvPayload> built;
+  if (!plan.build.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model::ForwardStats st;
+    built = BuildPrefixPayload(model_, plan.build, plan.held, &st);
+    plan.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return FinishStart(std::move(plan), std::move(built));
+}
+
+Engine::StartPlan Engine::PlanStart(RequestOptions opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const model::ModelConfig& c = model_.config();
   opt.sampler.mask_id = c.mask_token_id;
@@ -54,43 +66,71 @@ std::unique_ptr<Request> Engine::Start(RequestOptions opt) {
   // reused at every layer, exactly, up to the last whole block inside the shared part.
   if (exact_reuse) declared = declared / c.block_length * c.block_length;
 
-  std::optional<cache::PrefixPin> pin;
-  int depth = 0;
-  bool hit = false;
-  const int held =
-      exact_reuse ? (opt.cache.reuses_prefix() ? c.n_layer : 0) : LayersHeldFor(opt.cache);
-  if (opt.cache.reuses_prefix() && declared > 0 && held > 0) {
-    cache::PrefixStore& store = stores_.For(held);
+  StartPlan plan;
+  plan.held = exact_reuse ? (opt.cache.reuses_prefix() ? c.n_layer : 0) : LayersHeldFor(opt.cache);
+  if (opt.cache.reuses_prefix() && declared > 0 && plan.held > 0) {
+    cache::PrefixStore& store = stores_.For(plan.held);
     std::span<const int32_t> prompt(opt.prompt);
-    pin = store.Lookup(prompt, declared);
-    hit = pin.has_value();
-    const bool exact = pin && static_cast<int>(pin->length()) == declared;
+    plan.pin = store.Lookup(prompt, declared);
+    plan.hit = plan.pin.has_value();
+    const bool exact = plan.pin && static_cast<int>(plan.pin->length()) == declared;
     if (!exact && (exact_reuse || DepthFor(opt.cache, static_cast<double>(declared) / n) > 0)) {
-      // Miss, or only a shorter nested prefix is cached: compute the declared prefix alone and
-      // cache it (outside any lock; a concurrent builder of the same prefix just loses the race).
-      model::ForwardStats st;
-      auto payload = BuildPrefixPayload(model_, prompt.first(declared), held, &st);
-      try {
-        pin = store.Insert(prompt.first(declared), std::move(payload));
-        hit = false;
-        stores_.FitBudget(&store);
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++prefix_builds_;
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::kResource) throw;
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++insert_failures_;  // keep the shorter entry if there is one, else run uncached
-      }
-    }
-    if (pin) {
-      depth = exact_reuse ? c.n_layer : DepthFor(opt.cache, static_cast<double>(pin->length()) / n);
-      depth = std::min(depth, static_cast<const PrefixKvPayload&>(*pin->payload()).layers_held);
+      // Miss, or only a shorter nested prefix is cached: the declared prefix is computed alone
+      // (by Start, or by the scheduler in chunks) and cached.
+      plan.build.assign(prompt.begin(), prompt.begin() + declared);
     }
   }
-  if (depth > 0 && !exact_reuse && options_.audit_rate > 0) MaybeAudit(opt, static_cast<int>(pin->length()), depth);
+  plan.options = std::move(opt);
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return plan;
+}
+
+std::unique_ptr<Request> Engine::FinishStart(StartPlan plan,
+                                             std::shared_ptr<PrefixKvPayload> built) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const model::ModelConfig& c = model_.config();
+  RequestOptions& opt = plan.options;
+  const bool exact_reuse = c.block_causal();
+  const int n = static_cast<int>(opt.prompt.size()) + opt.sampler.gen_length;
+  std::optional<cache::PrefixPin>& pin = plan.pin;
+  bool hit = plan.hit;
+  if (built) {
+    cache::PrefixStore& store = stores_.For(plan.held);
+    const int len = static_cast<int>(plan.build.size());
+    // A build shared by several requests (the scheduler's waiters on one prefix): after the
+    // first, the entry is there already, and is a hit (a store budget too small for it: built
+    // again below, and refused again).
+    if (auto cached = plan.shared_build ? store.Lookup(plan.build, len) : std::nullopt;
+        cached && cached->length() == plan.build.size()) {
+      pin = std::move(cached);
+      hit = true;
+      built.reset();
+    }
+  }
+  if (built) {
+    cache::PrefixStore& store = stores_.For(plan.held);
+    try {
+      pin = store.Insert(plan.build, std::move(built));
+      hit = false;
+      stores_.FitBudget(&store);
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++prefix_builds_;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kResource) throw;
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++insert_failures_;  // keep the shorter entry if there is one, else run uncached
+    }
+  }
+  int depth = 0;
+  if (pin) {
+    depth = exact_reuse ? c.n_layer : DepthFor(opt.cache, static_cast<double>(pin->length()) / n);
+    depth = std::min(depth, static_cast<const PrefixKvPayload&>(*pin->payload()).layers_held);
+  }
+  if (depth > 0 && !exact_reuse && options_.audit_rate > 0)
+    MaybeAudit(opt, static_cast<int>(pin->length()), depth);
   auto req = std::make_unique<Request>(model_, std::move(opt), std::move(pin), depth, hit);
   req->add_start_seconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      plan.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return req;
 }
 

@@ -51,6 +51,25 @@ class Engine {
   // Error(kInvalidArgument) for a request the model cannot run (context, sampler settings).
   std::unique_ptr<Request> Start(RequestOptions options);
 
+  // Start in two halves, for a driver that runs prefix builds itself (the scheduler, in chunks
+  // interleaved with its batch): PlanStart checks the request and looks its prefix up; when
+  // `build` is not empty, that prefix must be built (PrefixBuild over `held` layers) and handed
+  // to FinishStart, which caches it, chooses the depth and makes the Request. Start == PlanStart,
+  // the whole build, FinishStart.
+  struct StartPlan {
+    RequestOptions options;                // checked, sampler completed
+    int held = 0;                          // layers an entry of its store holds
+    std::optional<cache::PrefixPin> pin;   // an entry found (exact, or a shorter nested one)
+    bool hit = false;                      // pin came from the store
+    std::vector<int32_t> build;            // the prefix to build first; empty = none
+    bool shared_build = false;             // FinishStart: another request's start may have
+                                           // cached this build already (look it up first)
+    double seconds = 0;                    // start time so far (RequestResult::start_seconds)
+  };
+  StartPlan PlanStart(RequestOptions options);
+  // `built`: the finished build of plan.build (null when there was none, or it was abandoned).
+  std::unique_ptr<Request> FinishStart(StartPlan plan, std::shared_ptr<PrefixKvPayload> built);
+
   // The request driver (engine/request_driver.cpp). Run drives one request alone to completion,
   // as a batch of one through StepBatch; `on_step` (optional) is called after every step.
   using StepCallback = std::function<void(const StepEvent&)>;

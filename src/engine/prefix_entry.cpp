@@ -3,27 +3,55 @@
 #include <algorithm>
 
 #include "model/forward.h"
+#include "util/error.h"
 
 namespace bicache::engine {
+
+PrefixBuild::PrefixBuild(const model::Model& model, std::vector<int32_t> prefix, int layers)
+    : model_(model), tokens_(std::move(prefix)), payload_(std::make_shared<PrefixKvPayload>()) {
+  const int L = model.config().n_layer;
+  layers_ = payload_->layers_held = std::clamp(layers, 0, L);
+  payload_->kv.Reset(L, static_cast<int>(tokens_.size()));
+}
+
+void PrefixBuild::AdvanceTogether(std::span<PrefixBuild* const> builds, int count,
+                                  model::ForwardStats* stats) {
+  if (builds.empty()) return;
+  const int first = builds[0]->next_layer_;
+  int last = first + std::max(1, count);
+  std::vector<model::LayerChunk> chunks;
+  for (PrefixBuild* b : builds) {
+    if (b->next_layer_ != first || b->done())
+      throw Error(ErrorKind::kInternal, "PrefixBuild::AdvanceTogether: builds out of step");
+    if (!b->payload_) throw Error(ErrorKind::kInternal, "PrefixBuild: advanced after Take");
+    last = std::min(last, b->layers_);
+    // A block-diffusion entry is reused at every layer, exactly: no request rejoins from a hidden
+    // state, so none is kept.
+    const bool rejoins = !b->model_.config().block_causal();
+    chunks.push_back({b->tokens_, &b->hidden_, &b->payload_->kv, b->payload_->layers_held,
+                      rejoins ? b->payload_->layers_held : 0});
+  }
+  model::ForwardLayers(builds[0]->model_, chunks, first, last, stats);
+  for (PrefixBuild* b : builds) b->next_layer_ = last;
+}
+
+std::shared_ptr<PrefixKvPayload> PrefixBuild::Take() {
+  if (!done() || !payload_)
+    throw Error(ErrorKind::kInternal, "PrefixBuild::Take before the build is done, or twice");
+  const int L = model_.config().n_layer;
+  if (payload_->layers_held == L) payload_->kv.hidden[L].clear();  // never a rejoin point
+  for (auto& h : payload_->kv.hidden) h.shrink_to_fit();
+  hidden_ = std::vector<float>();
+  return std::move(payload_);
+}
 
 std::shared_ptr<PrefixKvPayload> BuildPrefixPayload(const model::Model& model,
                                                     std::span<const int32_t> prefix, int layers,
                                                     model::ForwardStats* stats) {
-  const int L = model.config().n_layer;
-  auto payload = std::make_shared<PrefixKvPayload>();
-  payload->layers_held = std::clamp(layers, 0, L);
-  payload->kv.Reset(L, static_cast<int>(prefix.size()));
-  model::SeqPlan plan;
-  plan.tokens = prefix;
-  plan.kv_out = &payload->kv;
-  plan.capture_kv_layers = payload->layers_held;
-  // A block-diffusion entry is reused at every layer, exactly: no request rejoins from a hidden
-  // state, so none is kept.
-  plan.capture_hidden_max = model.config().block_causal() ? 0 : payload->layers_held;
-  model::Forward(model, {&plan, 1}, stats);
-  if (payload->layers_held == L) payload->kv.hidden[L].clear();  // never a rejoin point
-  for (auto& h : payload->kv.hidden) h.shrink_to_fit();
-  return payload;
+  PrefixBuild b(model, std::vector<int32_t>(prefix.begin(), prefix.end()), layers);
+  PrefixBuild* one = &b;
+  if (!b.done()) PrefixBuild::AdvanceTogether({&one, 1}, b.layers(), stats);
+  return b.Take();
 }
 
 void CopyPrefixInto(const PrefixKvPayload& prefix, int depth, model::SeqKv* request_kv, int d_model,

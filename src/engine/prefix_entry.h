@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "cache/prefix_payload.h"
 #include "model/plan.h"
@@ -19,8 +20,34 @@ struct PrefixKvPayload : cache::PrefixPayload {
   size_t bytes() const override { return kv.bytes(); }
 };
 
-// Runs the prefix alone and captures K/V of layers [0, layers) and hidden inputs of layers
-// 1..layers (hidden[L] is not needed when layers == L, so it is dropped).
+// The forward of one prefix alone, run a few layers at a time (model::ForwardLayers), so the
+// scheduler can interleave it with the running requests' steps. Captures K/V of layers
+// [0, layers) and the hidden inputs of layers 1..layers (none for a block-diffusion model, whose
+// entries are reused at every layer; hidden[L] is never a rejoin point, so it is dropped).
+class PrefixBuild {
+ public:
+  PrefixBuild(const model::Model& model, std::vector<int32_t> prefix, int layers);
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int layers() const { return layers_; }
+  int next_layer() const { return next_layer_; }
+  bool done() const { return next_layer_ >= layers_; }
+  // Runs layers [next_layer, next_layer + count) of every build in `builds` (all at the same
+  // next_layer, none done; count clipped to the fewest layers left) in one stacked forward.
+  static void AdvanceTogether(std::span<PrefixBuild* const> builds, int count,
+                              model::ForwardStats* stats);
+  // The finished entry (once done()); the build is spent afterwards.
+  std::shared_ptr<PrefixKvPayload> Take();
+
+ private:
+  const model::Model& model_;
+  std::vector<int32_t> tokens_;
+  std::shared_ptr<PrefixKvPayload> payload_;
+  std::vector<float> hidden_;  // [n, d]: the input of next_layer_
+  int layers_ = 0;             // layers held by the entry
+  int next_layer_ = 0;
+};
+
+// The whole build at once (Engine::Start outside the scheduler).
 std::shared_ptr<PrefixKvPayload> BuildPrefixPayload(const model::Model& model,
                                                     std::span<const int32_t> prefix, int layers,
                                                     model::ForwardStats* stats);

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/threads.h"
 
@@ -134,6 +135,7 @@ void Scheduler::WorkerLoop() {
     }
     for (Job& j : dead) Finish(j, nullptr, /*cancelled=*/true);
     Admit();
+    AdvanceBuilds();
     if (!running_.empty()) Step();
   }
 }
@@ -176,28 +178,100 @@ void Scheduler::Admit() {
       ++running_count_;  // counted as running while Start builds its prefix
     }
     try {
-      // Start may run a forward over an uncached prefix; the batch waits for it (one worker).
-      job.request = engine_.Start(job.options);
-    } catch (const Error& e) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        --running_count_;
+      Engine::StartPlan plan = engine_.PlanStart(job.options);
+      if (plan.build.empty()) {
+        job.request = engine_.FinishStart(std::move(plan), nullptr);
+      } else {
+        for (const auto& b : builds_) {
+          if (b->layers() == plan.held && b->tokens() == plan.build) job.build = b;
+        }
+        if (!job.build) {
+          job.build = std::make_shared<PrefixBuild>(engine_.model(), plan.build, plan.held);
+          builds_.push_back(job.build);
+        }
+        job.plan = std::move(plan);
       }
-      Finish(job, &e, false);
-      continue;
     } catch (const std::exception& e) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         --running_count_;
       }
-      const Error err(ErrorKind::kInternal, e.what());
-      Finish(job, &err, false);
+      const auto* err = dynamic_cast<const Error*>(&e);
+      const Error error = err ? *err : Error(ErrorKind::kInternal, e.what());
+      Finish(job, &error, false);
       continue;
     }
     running_tokens_ += job.n_tokens;
     std::lock_guard<std::mutex> lock(mutex_);
     running_.push_back(std::move(job));
   }
+}
+
+void Scheduler::AdvanceBuilds() {
+  // A build whose every request was cancelled is dropped (running_ no longer holds its jobs).
+  std::erase_if(builds_, [](const std::shared_ptr<PrefixBuild>& b) { return b.use_count() == 1; });
+  if (builds_.empty()) return;
+  const int L = engine_.model().config().n_layer;
+  int64_t budget = options_.prefix_chunk;
+  if (budget == 0) {
+    for (const Job& j : running_)
+      if (j.request) budget += static_cast<int64_t>(j.request->n_tokens()) * L;
+    if (budget == 0) budget = std::numeric_limits<int64_t>::max();  // nobody decodes: all at once
+  }
+  // The builds at the first one's layer, in one forward.
+  std::vector<PrefixBuild*> group;
+  int64_t tokens = 0;
+  for (const auto& b : builds_) {
+    if (b->next_layer() != builds_.front()->next_layer()) continue;
+    group.push_back(b.get());
+    tokens += static_cast<int64_t>(b->tokens().size());
+  }
+  const int layers = static_cast<int>(std::clamp<int64_t>(budget / std::max<int64_t>(tokens, 1), 1, L));
+  std::vector<Job> failed;
+  std::optional<Error> error;
+  try {
+    PrefixBuild::AdvanceTogether(group, layers, nullptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counters_.prefix_chunks;
+  } catch (const std::exception& e) {
+    const auto* err = dynamic_cast<const Error*>(&e);
+    error = err ? *err : Error(ErrorKind::kInternal, e.what());
+  }
+  // Start the jobs whose build is done (or fail those of a failed build).
+  std::vector<std::shared_ptr<PrefixKvPayload>> payloads(group.size());
+  for (auto it = running_.begin(); it != running_.end();) {
+    Job& j = *it;
+    const auto g = std::find(group.begin(), group.end(), j.build.get());
+    if (j.request || g == group.end() || !(error || (*g)->done())) {
+      ++it;
+      continue;
+    }
+    std::shared_ptr<PrefixKvPayload>& payload = payloads[g - group.begin()];
+    try {
+      if (error) throw *error;
+      j.plan->shared_build = payload != nullptr;  // not the first waiter: it is cached by now
+      if (!payload) payload = (*g)->Take();
+      j.request = engine_.FinishStart(std::move(*j.plan), payload);
+      j.plan.reset();
+      j.build.reset();
+      ++it;
+    } catch (const std::exception& e) {
+      const auto* err = dynamic_cast<const Error*>(&e);
+      failed.push_back(std::move(j));
+      failed.back().plan.reset();
+      const Error why = err ? *err : Error(ErrorKind::kInternal, e.what());
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        running_tokens_ -= failed.back().n_tokens;
+        --running_count_;
+      }
+      it = running_.erase(it);
+      Finish(failed.back(), &why, false);
+    }
+  }
+  std::erase_if(builds_, [&](const std::shared_ptr<PrefixBuild>& b) {
+    return error ? std::find(group.begin(), group.end(), b.get()) != group.end() : b->done();
+  });
 }
 
 void Scheduler::Step() {
@@ -207,7 +281,7 @@ void Scheduler::Step() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = running_.begin(); it != running_.end();) {
-        if (it->request->done() || it->handle->end_early()) {
+        if (it->request && (it->request->done() || it->handle->end_early())) {
           running_tokens_ -= it->n_tokens;
           --running_count_;
           done.push_back(std::move(*it));
@@ -220,9 +294,10 @@ void Scheduler::Step() {
     for (Job& j : done) Finish(j, nullptr, false);
   };
   retire_done();
-  if (running_.empty()) return;
-  std::vector<Request*> batch;
-  for (Job& j : running_) batch.push_back(j.request.get());
+  std::vector<Request*> batch;  // the started jobs (the others wait for their prefix build)
+  for (Job& j : running_)
+    if (j.request) batch.push_back(j.request.get());
+  if (batch.empty()) return;
   try {
     engine_.StepBatch(batch);
   } catch (const std::exception& e) {
@@ -232,9 +307,16 @@ void Scheduler::Step() {
     std::vector<Job> failed;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      failed.swap(running_);
-      running_count_ -= static_cast<int>(failed.size());
-      running_tokens_ = 0;
+      for (auto it = running_.begin(); it != running_.end();) {
+        if (!it->request) {
+          ++it;
+          continue;
+        }
+        running_tokens_ -= it->n_tokens;
+        --running_count_;
+        failed.push_back(std::move(*it));
+        it = running_.erase(it);
+      }
     }
     for (Job& j : failed) Finish(j, &err, false);
     return;
@@ -243,7 +325,8 @@ void Scheduler::Step() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.iterations;
   }
-  for (Job& j : running_) Call(j.callbacks.on_step, j.request->LastStep());
+  for (Job& j : running_)
+    if (j.request) Call(j.callbacks.on_step, j.request->LastStep());
   retire_done();
 }
 
@@ -253,6 +336,8 @@ void Scheduler::Finish(Job& job, const Error* error, bool cancelled) {
     std::lock_guard<std::mutex> lock(job.handle->owner_mutex_);
     job.handle->owner_ = nullptr;
   }
+  job.build.reset();  // a build nobody waits for any more is dropped (AdvanceBuilds)
+  job.plan.reset();
   RequestResult result;
   const bool ok = !error && !cancelled;
   if (ok) result = job.request->result();

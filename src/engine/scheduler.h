@@ -16,6 +16,11 @@
 // server's 429 + Retry-After). Admission keeps the running requests at <= max_running and the sum
 // of their token counts (prompt + canvas, the forward's rows) <= token_budget, except that one
 // request is always admitted when nothing runs, so a large request cannot starve.
+//
+// Prefix builds: an admitted request whose prefix is not cached waits (counted as running) while
+// the worker builds the prefix a few layers per iteration (prefix_chunk), between the batch's
+// steps; requests that need the same prefix wait on one build, builds at the same layer run in
+// one batched forward, and a build nobody waits for any more (all its requests cancelled) stops.
 #pragma once
 
 #include <atomic>
@@ -39,6 +44,11 @@ struct SchedulerOptions {
   int max_running = 8;   // requests in one batch
   int max_queue = 64;    // requests waiting for admission
   int token_budget = 0;  // sum of running n_tokens; 0 = unlimited
+  // Prefix builds run in chunks between the batch's steps, so requests already decoding never
+  // wait for a whole prefix forward: each iteration runs this many token-layers of build (at least
+  // one layer); 0 = as many as the running requests' tokens x layers (about one step's worth, so
+  // a decoding request's step interval at most about doubles), everything when nothing decodes.
+  int64_t prefix_chunk = 0;
   int threads = 0;       // OpenMP threads of the worker's forwards; 0 = the process default
 };
 
@@ -57,6 +67,7 @@ struct SchedulerStats {
   uint64_t failed = 0;      // Start or a step threw
   uint64_t rejected = 0;    // Submit threw (queue full or stopping)
   uint64_t iterations = 0;  // StepBatch calls
+  uint64_t prefix_chunks = 0;  // prefix-build forwards (chunks of layers, between steps)
   // Prefix reuse in tokens (vLLM counts tokens too): prompt tokens of finished requests, and the
   // part of them served from a cache hit.
   uint64_t prefix_query_tokens = 0;
@@ -117,8 +128,12 @@ class Scheduler {
     std::shared_ptr<Handle> handle;
     RequestOptions options;
     RequestCallbacks callbacks;
-    std::unique_ptr<Request> request;  // set once admitted
+    std::unique_ptr<Request> request;  // set once started (admitted and its prefix built)
     int n_tokens = 0;                  // prompt + canvas, for the token budget
+    // Admitted, waiting for its prefix: the start's first half and the build it waits on (one
+    // build per prefix, shared by every job that needs it).
+    std::optional<Engine::StartPlan> plan;
+    std::shared_ptr<PrefixBuild> build;
   };
 
   // Handle::Cancel's half: removes the handle's job from the queue (counted as cancelled), if it
@@ -127,7 +142,12 @@ class Scheduler {
   void WorkerLoop();
   // Moves cancelled jobs out of the queue and the running set (under the lock).
   void CollectCancelledLocked(std::vector<Job>* out);
-  void Admit();  // Engine::Start for admissible queued jobs; Start errors -> on_error
+  // Engine::PlanStart for admissible queued jobs (errors -> on_error); a job whose prefix must be
+  // built joins that prefix's build, the others start at once.
+  void Admit();
+  // One chunk of the prefix builds (builds at the same layer run in one forward); jobs whose
+  // build finished start. Chunk size: SchedulerOptions::prefix_chunk.
+  void AdvanceBuilds();
   void Step();   // one StepBatch, on_step calls, retirement
   void Finish(Job& job, const Error* error, bool cancelled);
 
@@ -136,7 +156,9 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Job> queue_;     // guarded by mutex_
-  std::vector<Job> running_;  // worker thread only (size mirrored in running_count_)
+  std::vector<Job> running_;  // worker thread only (size mirrored in running_count_); jobs
+                              // waiting for a prefix build included
+  std::vector<std::shared_ptr<PrefixBuild>> builds_;  // worker only: unfinished prefix builds
   int running_count_ = 0;     // guarded by mutex_
   int running_tokens_ = 0;    // worker only
   bool stopping_ = false;     // guarded by mutex_: no new submissions

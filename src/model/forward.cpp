@@ -439,4 +439,53 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   }
 }
 
+void ForwardLayers(const Model& model, std::span<const LayerChunk> chunks, int first, int last,
+                   ForwardStats* stats_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelConfig& c = model.config();
+  const int d = c.d_model;
+  if (first < 0 || last > c.n_layer || first >= last)
+    throw Error(ErrorKind::kInvalidArgument, "ForwardLayers: layer range out of bounds");
+  std::vector<SeqPlan> plans;
+  for (const LayerChunk& ch : chunks) {
+    SeqPlan p;
+    p.tokens = ch.tokens;
+    p.kv_out = ch.kv_out;
+    p.capture_kv_layers = ch.capture_kv_layers;
+    p.capture_hidden_max = ch.capture_hidden_max;
+    plans.push_back(p);
+  }
+  const std::vector<SeqView> seqs = Validate(c, plans);  // whole sequences: no partial layers
+  ForwardStats st;
+  int rows = 0;
+  for (const SeqView& v : seqs) rows += v.n;
+  thread_local Scratch sc;
+  Buffers buf = GrowBuffers(c, static_cast<size_t>(rows), &sc);
+  const Layout lay = MakeLayout(seqs, first);
+  if (first == 0) {
+    Embed(model, seqs, lay, buf.x);
+  } else {
+    for (size_t s = 0; s < chunks.size(); ++s) {
+      const std::vector<float>& h = *chunks[s].hidden;
+      if (h.size() != static_cast<size_t>(seqs[s].n) * d)
+        BadPlan(s, "ForwardLayers: no input hidden state for layer " + std::to_string(first));
+      CopyRows(&buf.x[static_cast<size_t>(lay.row_begin[s]) * d], h.data(), seqs[s].n, d);
+    }
+  }
+  for (int l = first; l < last; ++l) RunLayer(model, seqs, lay, l, buf, &st);
+  CaptureHidden(seqs, lay, last, d, buf.x);
+  for (size_t s = 0; s < chunks.size(); ++s) {
+    std::vector<float>& h = *chunks[s].hidden;
+    h.resize(static_cast<size_t>(seqs[s].n) * d);
+    CopyRows(h.data(), &buf.x[static_cast<size_t>(lay.row_begin[s]) * d], seqs[s].n, d);
+  }
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stats_out) {
+    stats_out->token_layers += st.token_layers;
+    stats_out->matmul_flops += st.matmul_flops;
+    stats_out->attention_flops += st.attention_flops;
+    stats_out->seconds += st.seconds;
+  }
+}
+
 }  // namespace bicache::model

@@ -71,6 +71,9 @@ std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& mo
            "Requests refused because the queue was full.", s.rejected);
   w.Metric("bicache_batch_iterations_total", "counter", "Batched forward iterations.",
            s.iterations);
+  w.Metric("bicache_prefix_build_chunks_total", "counter",
+           "Prefix-build forwards (chunks of layers run between batch iterations).",
+           s.prefix_chunks);
   w.Metric("bicache_connections_open", "gauge", "Client connections held (--max-connections).",
            connections.open);
   w.Metric("bicache_connections_refused_total", "counter",
