@@ -44,7 +44,7 @@ stage_asan() {
 # ThreadSanitizer: the tests that run threads against each other. OpenMP (libgomp) and oneDNN
 # are not instrumented; with OMP_NUM_THREADS=1 libgomp starts no worker threads, so TSan sees
 # only our threads. scripts/tsan.supp lists uninstrumented libraries only, never our code.
-TSAN_TESTS='SchedulerTest|PrefixStore|PrefixTree|RecentPrefix|MemoryBudget|EngineModesTest|cli\.server_'
+TSAN_TESTS='SchedulerTest|PrefixBuildTest|PrefixStore|PrefixTree|RecentPrefix|MemoryBudget|EngineModesTest|cli\.server_'
 stage_tsan() {
   configure build-tsan -DBICACHE_TSAN=ON
   cmake --build build-tsan -j "$JOBS" --target bicache bicache_tests
