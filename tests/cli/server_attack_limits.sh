@@ -16,7 +16,9 @@ post() {
   printf '%s' "$2" >"$TMP/req"
   curl -s -o "$TMP/body" -w '%{http_code}' "$URL$1" -H 'Content-Type: application/json' --data-binary "@$TMP/req"
 }
-metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 ~ "^"m"[{ ]" || $1 == m {print $2; exit}'; }
+# awk reads the whole page: stopping at the match could make curl fail on a closed pipe, and with
+# pipefail that silently ended the script under `set -e`.
+metric() { curl -s "$URL/metrics" | awk -v m="$1" '!found && ($1 ~ "^"m"[{ ]" || $1 == m) {print $2; found = 1}'; }
 ids() { seq -s, 1 "$1"; }  # token ids 1..n (all inside the 300-token vocabulary)
 C=/v1/completions
 H=/v1/chat/completions
