@@ -175,8 +175,7 @@ TEST_P(EngineBlock, BadRequestsAreRefusedByName) {
                "keeps the K/V of every finished block");
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EngineBlock,
-                         ::testing::Values("sdar-tiny", "fast-dllm-v2-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, EngineBlock, ::testing::Values("sdar-tiny", "fast-dllm-v2-tiny"));
 
 // The exact mode belongs to block-diffusion models: a bidirectional one says why not.
 TEST(EngineBlockModes, ABidirectionalModelRefusesExactPrefixReuse) {

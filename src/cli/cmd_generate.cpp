@@ -118,8 +118,8 @@ Runner AddGenerate(CLI::App& app) {
     engine::EngineOptions eo =
         engine::EngineOptionsFor(*lm, {o->s.cache_budget_mb, o->s.audit_rate});
     // A block-diffusion model reuses prefixes exactly: no depth table is involved.
-    const bool depth_by_table = req.cache.prefix == engine::PrefixReuse::kBicache &&
-                                !lm->model().config().block_causal();
+    const bool depth_by_table =
+        req.cache.prefix == engine::PrefixReuse::kBicache && !lm->model().config().block_causal();
     if (depth_by_table && eo.depth_table.empty()) WarnNoDepthTable(lm->depth_table_path());
     const std::string mismatch =
         depth_by_table

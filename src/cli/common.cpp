@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "engine/threads.h"
 #include "harness/suite.h"
+#include "util/exe_path.h"
 
 namespace bicache::cli {
 namespace {
@@ -78,17 +78,10 @@ std::vector<CommandFactory> RegisteredCommands() {
 
 std::string DefaultModelPath() {
   if (const char* env = std::getenv("BICACHE_MODEL"); env && *env) return env;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
-         dir = dir.parent_path()) {
-      fs::path candidate = dir / "models" / "tiny-llada.gguf";
-      if (fs::exists(candidate, ec)) return candidate.string();
-      candidate = dir / "share" / "bicache" / "tiny-llada.gguf";
-      if (fs::exists(candidate, ec)) return candidate.string();
-    }
+  // A build inside the checkout finds its models/, an install its share/bicache/.
+  for (const char* relative : {"models/tiny-llada.gguf", "share/bicache/tiny-llada.gguf"}) {
+    if (const std::string dir = DirAboveExecutableHolding(relative); !dir.empty())
+      return dir + "/" + relative;
   }
   return std::string(BICACHE_SOURCE_DIR) + "/models/tiny-llada.gguf";
 }

@@ -42,7 +42,9 @@ void SamplingFlags::Register(CLI::App* cmd) {
                   "(0 < X < 1)");
   cmd->add_option("--cfg", cfg, "classifier-free guidance scale (0 = off)");
   AddSeedFlag(cmd, &seed, "random seed");
-  cmd->add_option("--cache", cache, "none, llm, fixed:B, bicache, prefix (block-diffusion models), dual, bicache+dual, ...");
+  cmd->add_option(
+      "--cache", cache,
+      "none, llm, fixed:B, bicache, prefix (block-diffusion models), dual, bicache+dual, ...");
   AddRefreshFlag(cmd, &refresh,
                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, "
                  "reusing its K/V in between (0 = every step)");

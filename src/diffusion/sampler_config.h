@@ -59,7 +59,9 @@ struct SamplerConfig {
   int num_blocks() const { return gen_length / block_length; }
   int steps_per_block() const { return steps / num_blocks(); }
   // Blocks the canvas is denoised in (num_blocks(), plus one when block_offset > 0).
-  int canvas_blocks() const { return (block_offset + gen_length + block_length - 1) / block_length; }
+  int canvas_blocks() const {
+    return (block_offset + gen_length + block_length - 1) / block_length;
+  }
 };
 
 // Throws FieldError(kInvalidArgument) for every invalid value or combination; the message names

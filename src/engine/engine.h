@@ -57,14 +57,14 @@ class Engine {
   // to FinishStart, which caches it, chooses the depth and makes the Request. Start == PlanStart,
   // the whole build, FinishStart.
   struct StartPlan {
-    RequestOptions options;                // checked, sampler completed
-    int held = 0;                          // layers an entry of its store holds
-    std::optional<cache::PrefixPin> pin;   // an entry found (exact, or a shorter nested one)
-    bool hit = false;                      // pin came from the store
-    std::vector<int32_t> build;            // the prefix to build first; empty = none
-    bool shared_build = false;             // FinishStart: another request's start may have
-                                           // cached this build already (look it up first)
-    double seconds = 0;                    // start time so far (RequestResult::start_seconds)
+    RequestOptions options;               // checked, sampler completed
+    int held = 0;                         // layers an entry of its store holds
+    std::optional<cache::PrefixPin> pin;  // an entry found (exact, or a shorter nested one)
+    bool hit = false;                     // pin came from the store
+    std::vector<int32_t> build;           // the prefix to build first; empty = none
+    bool shared_build = false;            // FinishStart: another request's start may have
+                                          // cached this build already (look it up first)
+    double seconds = 0;                   // start time so far (RequestResult::start_seconds)
   };
   StartPlan PlanStart(RequestOptions options);
   // `built`: the finished build of plan.build (null when there was none, or it was abandoned).

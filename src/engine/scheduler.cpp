@@ -226,7 +226,8 @@ void Scheduler::AdvanceBuilds() {
     group.push_back(b.get());
     tokens += static_cast<int64_t>(b->tokens().size());
   }
-  const int layers = static_cast<int>(std::clamp<int64_t>(budget / std::max<int64_t>(tokens, 1), 1, L));
+  const int layers =
+      static_cast<int>(std::clamp<int64_t>(budget / std::max<int64_t>(tokens, 1), 1, L));
   std::vector<Job> failed;
   std::optional<Error> error;
   try {

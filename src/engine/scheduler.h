@@ -49,7 +49,7 @@ struct SchedulerOptions {
   // one layer); 0 = as many as the running requests' tokens x layers (about one step's worth, so
   // a decoding request's step interval at most about doubles), everything when nothing decodes.
   int64_t prefix_chunk = 0;
-  int threads = 0;       // OpenMP threads of the worker's forwards; 0 = the process default
+  int threads = 0;  // OpenMP threads of the worker's forwards; 0 = the process default
 };
 
 struct RequestCallbacks {
@@ -62,11 +62,11 @@ struct SchedulerStats {
   int running = 0;
   int waiting = 0;
   uint64_t submitted = 0;
-  uint64_t finished = 0;    // on_done called
-  uint64_t cancelled = 0;   // cancelled by the client or by Stop()
-  uint64_t failed = 0;      // Start or a step threw
-  uint64_t rejected = 0;    // Submit threw (queue full or stopping)
-  uint64_t iterations = 0;  // StepBatch calls
+  uint64_t finished = 0;       // on_done called
+  uint64_t cancelled = 0;      // cancelled by the client or by Stop()
+  uint64_t failed = 0;         // Start or a step threw
+  uint64_t rejected = 0;       // Submit threw (queue full or stopping)
+  uint64_t iterations = 0;     // StepBatch calls
   uint64_t prefix_chunks = 0;  // prefix-build forwards (chunks of layers, between steps)
   // Prefix reuse in tokens (vLLM counts tokens too): prompt tokens of finished requests, and the
   // part of them served from a cache hit.
@@ -148,7 +148,7 @@ class Scheduler {
   // One chunk of the prefix builds (builds at the same layer run in one forward); jobs whose
   // build finished start. Chunk size: SchedulerOptions::prefix_chunk.
   void AdvanceBuilds();
-  void Step();   // one StepBatch, on_step calls, retirement
+  void Step();  // one StepBatch, on_step calls, retirement
   void Finish(Job& job, const Error* error, bool cancelled);
 
   Engine& engine_;
@@ -159,10 +159,10 @@ class Scheduler {
   std::vector<Job> running_;  // worker thread only (size mirrored in running_count_); jobs
                               // waiting for a prefix build included
   std::vector<std::shared_ptr<PrefixBuild>> builds_;  // worker only: unfinished prefix builds
-  int running_count_ = 0;     // guarded by mutex_
-  int running_tokens_ = 0;    // worker only
-  bool stopping_ = false;     // guarded by mutex_: no new submissions
-  bool cancel_all_ = false;   // guarded by mutex_: Stop's grace ran out
+  int running_count_ = 0;                             // guarded by mutex_
+  int running_tokens_ = 0;                            // worker only
+  bool stopping_ = false;                             // guarded by mutex_: no new submissions
+  bool cancel_all_ = false;                           // guarded by mutex_: Stop's grace ran out
   uint64_t next_id_ = 1;
   SchedulerStats counters_;  // guarded by mutex_ (running/waiting/cache filled on read)
   std::thread worker_;

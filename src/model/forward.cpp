@@ -406,6 +406,16 @@ int LayersWanted(const ModelConfig& c, const std::vector<SeqView>& seqs) {
   return layers;
 }
 
+// Adds one call's figures (its time measured from t0) to the caller's.
+void AddStats(ForwardStats st, std::chrono::steady_clock::time_point t0, ForwardStats* out) {
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!out) return;
+  out->token_layers += st.token_layers;
+  out->matmul_flops += st.matmul_flops;
+  out->attention_flops += st.attention_flops;
+  out->seconds += st.seconds;
+}
+
 }  // namespace
 
 void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* stats_out) {
@@ -430,13 +440,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   CaptureHidden(seqs, lay, layers, c.d_model, buf.x);  // the last run layer's output, if asked
   OutputHead(model, seqs, lay, buf, &st);
 
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (stats_out) {
-    stats_out->token_layers += st.token_layers;
-    stats_out->matmul_flops += st.matmul_flops;
-    stats_out->attention_flops += st.attention_flops;
-    stats_out->seconds += st.seconds;
-  }
+  AddStats(st, t0, stats_out);
 }
 
 void ForwardLayers(const Model& model, std::span<const LayerChunk> chunks, int first, int last,
@@ -479,13 +483,7 @@ void ForwardLayers(const Model& model, std::span<const LayerChunk> chunks, int f
     h.resize(static_cast<size_t>(seqs[s].n) * d);
     CopyRows(h.data(), &buf.x[static_cast<size_t>(lay.row_begin[s]) * d], seqs[s].n, d);
   }
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (stats_out) {
-    stats_out->token_layers += st.token_layers;
-    stats_out->matmul_flops += st.matmul_flops;
-    stats_out->attention_flops += st.attention_flops;
-    stats_out->seconds += st.seconds;
-  }
+  AddStats(st, t0, stats_out);
 }
 
 }  // namespace bicache::model
