@@ -102,6 +102,7 @@ Runner AddBench(CLI::App& app) {
     // A block-diffusion model reuses prefixes exactly: no cross-request reuse against exact reuse.
     if (lm->model().config().block_causal() && cmd->count("--modes") == 0)
       bench.modes = ParseModesFlag("none,prefix").modes;
+    UseModelBlock(lm->model().config(), o->s.block_length, &bench.base.sampler);
     const harness::BenchReport report = harness::RunBench(std::move(bench), *lm);
     const nlohmann::json doc = harness::BenchJson(report);
     harness::PrintBenchText(report, doc);

@@ -80,6 +80,7 @@ Runner AddEval(CLI::App& app) {
         harness::SelectSamples(suite, o->limit, eval.families);
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
+    UseModelBlock(lm->model().config(), o->s.block_length, &eval.base.sampler);
     const bool tty = isatty(2);
     if (tty) {
       eval.progress = [](int done, size_t n, const harness::SuiteSample& s, int correct) {

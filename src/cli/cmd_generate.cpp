@@ -93,16 +93,7 @@ Runner AddGenerate(CLI::App& app) {
     req.refresh_interval = o->s.refresh;
     auto lm = engine::LoadedModel::Load(o->model);
     ApplyModelThreads(o->threads, lm->model().config());
-    if (const model::ModelConfig& mc = lm->model().config(); mc.block_causal()) {
-      const int unit = mc.sub_block_length > 0 ? mc.sub_block_length : mc.block_length;
-      if (o->s.block_length != 0 && o->s.block_length != unit) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    "--block-length " + std::to_string(o->s.block_length) +
-                        ": this block-diffusion model denoises its own blocks of " +
-                        std::to_string(unit) + " tokens (omit the flag or give " +
-                        std::to_string(unit) + ")");
-      }
-    }
+    UseModelBlock(lm->model().config(), o->s.block_length, &req.sampler);
     engine::Prompt prompt;
     if (!o->chat.empty()) {
       std::vector<tokenizer::ChatMessage> msgs;

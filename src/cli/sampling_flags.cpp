@@ -73,6 +73,19 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
   return s;
 }
 
+void UseModelBlock(const model::ModelConfig& c, int block_flag, diffusion::SamplerConfig* s) {
+  if (!c.block_causal()) return;
+  const int unit = c.sub_block_length > 0 ? c.sub_block_length : c.block_length;
+  if (block_flag != 0 && block_flag != unit) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--block-length " + std::to_string(block_flag) +
+                    ": this block-diffusion model denoises its own blocks of " +
+                    std::to_string(unit) + " tokens (omit the flag or give " +
+                    std::to_string(unit) + ")");
+  }
+  s->block_length = unit;
+}
+
 engine::CacheMode SamplingFlags::Cache() const {
   try {
     return engine::ParseCacheMode(cache);

@@ -32,6 +32,11 @@ CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::str
 // --seed S: a whole number 0 .. 2^64-1.
 CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help);
 
+// A block-diffusion model denoises blocks of its own (sub-)block length: `block_flag` (the
+// --block-length given, 0 = none) must be 0 or that length (Error(kInvalidArgument) naming the
+// flag otherwise), and the sampler gets it. Other models: nothing changes.
+void UseModelBlock(const model::ModelConfig& c, int block_flag, diffusion::SamplerConfig* s);
+
 struct SamplingFlags {
   int gen_length = 32;
   int steps = 0;         // 0 = gen_length

@@ -406,6 +406,13 @@ int LayersWanted(const ModelConfig& c, const std::vector<SeqView>& seqs) {
   return layers;
 }
 
+// The calling thread's activation buffers, shared by Forward and ForwardLayers (a scheduler's
+// worker runs both: one set of buffers, not two).
+Scratch& ThreadScratch() {
+  thread_local Scratch sc;
+  return sc;
+}
+
 // Adds one call's figures (its time measured from t0) to the caller's.
 void AddStats(ForwardStats st, std::chrono::steady_clock::time_point t0, ForwardStats* out) {
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -425,8 +432,7 @@ void Forward(const Model& model, std::span<const SeqPlan> plans, ForwardStats* s
   ForwardStats st;
   int max_rows = 0;
   for (const SeqView& v : seqs) max_rows += v.n;
-  thread_local Scratch sc;
-  Buffers buf = GrowBuffers(c, static_cast<size_t>(max_rows), &sc);
+  Buffers buf = GrowBuffers(c, static_cast<size_t>(max_rows), &ThreadScratch());
 
   Layout lay = MakeLayout(seqs, 0);
   Embed(model, seqs, lay, buf.x);
@@ -463,8 +469,7 @@ void ForwardLayers(const Model& model, std::span<const LayerChunk> chunks, int f
   ForwardStats st;
   int rows = 0;
   for (const SeqView& v : seqs) rows += v.n;
-  thread_local Scratch sc;
-  Buffers buf = GrowBuffers(c, static_cast<size_t>(rows), &sc);
+  Buffers buf = GrowBuffers(c, static_cast<size_t>(rows), &ThreadScratch());
   const Layout lay = MakeLayout(seqs, first);
   if (first == 0) {
     Embed(model, seqs, lay, buf.x);
