@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Write a random-weight llada or dream GGUF of any width, streaming tensors to disk.
+"""Write a random-weight llada, dream or sdar GGUF of any width, streaming tensors to disk.
 
 Defaults are LLaDA-8B widths (d 4096, ff 12288, 32 heads, vocab 126464) with 4 layers in bf16
 (~3.8 GB); memory stays at about one chunk of rows (--chunk-mb) whatever the file size.
 Metadata and tokenizer are what bicache's loader needs (same keys as export.py; a synthetic
 byte-level BPE tokenizer whose mask token is the last id).
 
-  /usr/bin/python3 tools/gguf_py/make_random_model.py OUT.gguf [--arch llada|dream] [--d 4096]
+  /usr/bin/python3 tools/gguf_py/make_random_model.py OUT.gguf [--arch llada|dream|sdar] [--d 4096]
       [--ff 12288] [--heads 32] [--kv-heads H] [--layers 4] [--vocab 126464] [--type bf16]
-      [--tied] [--seed 0]
+      [--tied] [--seed 0] [--block-length 4]
+
+sdar (block diffusion, Qwen3 layout): per-head Q/K RMSNorm weights, diffusion.block_length, and the
+ChatML tokenizer Dream's files use; SDAR-8B widths are --heads 32 --kv-heads 8 --vocab 151936.
 
 Weights: matrices ~ N(0, 1/in_features), token embedding ~ N(0, 1), norms 1 + N(0, 0.1),
 Dream q/k/v biases ~ N(0, 0.02). Deterministic for a given seed and shape.
@@ -41,6 +44,9 @@ def tensor_plan(arch: str, d: int, ff: int, nh: int, nkv: int, layers: int, voca
         plan.append((b + "attn_q.weight", (nh * hd, d), mtype, "mat"))
         plan.append((b + "attn_k.weight", (nkv * hd, d), mtype, "mat"))
         plan.append((b + "attn_v.weight", (nkv * hd, d), mtype, "mat"))
+        if arch == "sdar":
+            plan.append((b + "attn_q_norm.weight", (hd,), gw.GGML_F32, "norm"))
+            plan.append((b + "attn_k_norm.weight", (hd,), gw.GGML_F32, "norm"))
         if arch == "dream":
             plan.append((b + "attn_q.bias", (nh * hd,), gw.GGML_F32, "bias"))
             plan.append((b + "attn_k.bias", (nkv * hd,), gw.GGML_F32, "bias"))
@@ -54,7 +60,7 @@ def tensor_plan(arch: str, d: int, ff: int, nh: int, nkv: int, layers: int, voca
 
 
 def metadata_writer(arch: str, d: int, ff: int, nh: int, nkv: int, layers: int, vocab: int,
-                    mtype: int, context: int, name: str) -> gw.GGUFWriter:
+                    mtype: int, context: int, name: str, block_length: int = 4) -> gw.GGUFWriter:
     w = gw.GGUFWriter()
     w.add_string("general.architecture", arch)
     w.add_string("general.name", name)
@@ -72,7 +78,9 @@ def metadata_writer(arch: str, d: int, ff: int, nh: int, nkv: int, layers: int, 
     w.add_uint32(f"{arch}.vocab_size", vocab)
     if arch == "llada":
         w.add_bool("diffusion.shift_logits", False)
-    export._write_tokenizer(w, export.synthetic_tokenizer(vocab, arch))
+    if arch == "sdar":
+        w.add_uint32("diffusion.block_length", block_length)
+    export._write_tokenizer(w, export.synthetic_tokenizer(vocab, "dream" if arch == "sdar" else arch))
     return w
 
 
@@ -124,7 +132,8 @@ def write_tensor(f, rng: np.random.Generator, shape, gt: int, kind: str, chunk_b
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--arch", choices=["llada", "dream"], default="llada")
+    ap.add_argument("--arch", choices=["llada", "dream", "sdar"], default="llada")
+    ap.add_argument("--block-length", type=int, default=4, help="sdar: diffusion.block_length")
     ap.add_argument("--d", type=int, default=4096)
     ap.add_argument("--ff", type=int, default=12288)
     ap.add_argument("--heads", type=int, default=32)
@@ -147,7 +156,7 @@ def main(argv=None) -> int:
     if mtype in (gw.GGML_Q8_0, gw.GGML_Q4_0) and (a.d % 32 or a.ff % 32):
         ap.error("quantized --type needs --d and --ff multiples of 32")
     w = metadata_writer(a.arch, a.d, a.ff, a.heads, nkv, a.layers, a.vocab, mtype, a.context,
-                        f"random-{a.arch}-d{a.d}")
+                        f"random-{a.arch}-d{a.d}", a.block_length)
     plan = tensor_plan(a.arch, a.d, a.ff, a.heads, nkv, a.layers, a.vocab, mtype, a.tied)
     rng = np.random.default_rng(a.seed)
     with open(a.out, "wb") as f:
