@@ -48,7 +48,7 @@ std::vector<int32_t> NaiveBlockGenerate(const model::Model& m, const std::vector
   s.gen_length = gen;
   s.steps = gen;
   s.mask_id = c.mask_token_id;
-  s.block_length = c.sub_block_length > 0 ? c.sub_block_length : c.block_length;
+  s.block_length = c.denoise_block();
   s.block_offset = static_cast<int>(prompt.size()) % s.block_length;
   diffusion::Denoiser d(s, c.n_vocab);
   const int P = static_cast<int>(prompt.size()), B = c.block_length, V = c.n_vocab;

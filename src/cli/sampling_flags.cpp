@@ -75,7 +75,7 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
 
 void UseModelBlock(const model::ModelConfig& c, int block_flag, diffusion::SamplerConfig* s) {
   if (!c.block_causal()) return;
-  const int unit = c.sub_block_length > 0 ? c.sub_block_length : c.block_length;
+  const int unit = c.denoise_block();
   if (block_flag != 0 && block_flag != unit) {
     throw Error(ErrorKind::kInvalidArgument,
                 "--block-length " + std::to_string(block_flag) +

@@ -50,7 +50,7 @@ Engine::StartPlan Engine::PlanStart(RequestOptions opt) {
   // block grid: the request's block length is the model's, offset by the prompt's last block.
   const bool exact_reuse = c.block_causal();
   if (exact_reuse) {
-    const int unit = c.sub_block_length > 0 ? c.sub_block_length : c.block_length;
+    const int unit = c.denoise_block();
     opt.sampler.block_length = unit;
     opt.sampler.block_offset = P % unit;
   }

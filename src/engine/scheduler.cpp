@@ -19,6 +19,12 @@ void Call(const F& f, Args&&... args) {
   }
 }
 
+// What a failure is reported as: our own Error as it is, anything else as an internal error.
+Error AsError(const std::exception& e) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  return err ? *err : Error(ErrorKind::kInternal, e.what());
+}
+
 }  // namespace
 
 void Scheduler::Handle::Cancel() {
@@ -150,16 +156,16 @@ void Scheduler::CollectCancelledLocked(std::vector<Job>* out) {
       ++it;
     }
   }
-  for (auto it = running_.begin(); it != running_.end();) {
-    if (gone(*it)) {
-      running_tokens_ -= it->n_tokens;
-      --running_count_;
-      out->push_back(std::move(*it));
-      it = running_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (auto it = running_.begin(); it != running_.end();)
+    it = gone(*it) ? RetireLocked(it, out) : it + 1;
+}
+
+std::vector<Scheduler::Job>::iterator Scheduler::RetireLocked(std::vector<Job>::iterator it,
+                                                              std::vector<Job>* out) {
+  running_tokens_ -= it->n_tokens;
+  --running_count_;
+  out->push_back(std::move(*it));
+  return running_.erase(it);
 }
 
 void Scheduler::Admit() {
@@ -196,8 +202,7 @@ void Scheduler::Admit() {
         std::lock_guard<std::mutex> lock(mutex_);
         --running_count_;
       }
-      const auto* err = dynamic_cast<const Error*>(&e);
-      const Error error = err ? *err : Error(ErrorKind::kInternal, e.what());
+      const Error error = AsError(e);
       Finish(job, &error, false);
       continue;
     }
@@ -228,15 +233,13 @@ void Scheduler::AdvanceBuilds() {
   }
   const int layers =
       static_cast<int>(std::clamp<int64_t>(budget / std::max<int64_t>(tokens, 1), 1, L));
-  std::vector<Job> failed;
   std::optional<Error> error;
   try {
     PrefixBuild::AdvanceTogether(group, layers, nullptr);
     std::lock_guard<std::mutex> lock(mutex_);
     ++counters_.prefix_chunks;
   } catch (const std::exception& e) {
-    const auto* err = dynamic_cast<const Error*>(&e);
-    error = err ? *err : Error(ErrorKind::kInternal, e.what());
+    error = AsError(e);
   }
   // Start the jobs whose build is done (or fail those of a failed build).
   std::vector<std::shared_ptr<PrefixKvPayload>> payloads(group.size());
@@ -257,17 +260,13 @@ void Scheduler::AdvanceBuilds() {
       j.build.reset();
       ++it;
     } catch (const std::exception& e) {
-      const auto* err = dynamic_cast<const Error*>(&e);
-      failed.push_back(std::move(j));
-      failed.back().plan.reset();
-      const Error why = err ? *err : Error(ErrorKind::kInternal, e.what());
+      std::vector<Job> failed;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        running_tokens_ -= failed.back().n_tokens;
-        --running_count_;
+        it = RetireLocked(it, &failed);
       }
-      it = running_.erase(it);
-      Finish(failed.back(), &why, false);
+      const Error why = AsError(e);
+      Finish(failed.front(), &why, false);
     }
   }
   std::erase_if(builds_, [&](const std::shared_ptr<PrefixBuild>& b) {
@@ -282,14 +281,8 @@ void Scheduler::Step() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = running_.begin(); it != running_.end();) {
-        if (it->request && (it->request->done() || it->handle->end_early())) {
-          running_tokens_ -= it->n_tokens;
-          --running_count_;
-          done.push_back(std::move(*it));
-          it = running_.erase(it);
-        } else {
-          ++it;
-        }
+        const bool over = it->request && (it->request->done() || it->handle->end_early());
+        it = over ? RetireLocked(it, &done) : it + 1;
       }
     }
     for (Job& j : done) Finish(j, nullptr, false);
@@ -303,21 +296,12 @@ void Scheduler::Step() {
     engine_.StepBatch(batch);
   } catch (const std::exception& e) {
     // A failed forward leaves every request of the batch half-stepped: fail them all, keep serving.
-    const Error err = dynamic_cast<const Error*>(&e) ? *dynamic_cast<const Error*>(&e)
-                                                     : Error(ErrorKind::kInternal, e.what());
-    std::vector<Job> failed;
+    const Error err = AsError(e);
+    std::vector<Job> failed;  // the started ones: those waiting for a prefix build go on
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      for (auto it = running_.begin(); it != running_.end();) {
-        if (!it->request) {
-          ++it;
-          continue;
-        }
-        running_tokens_ -= it->n_tokens;
-        --running_count_;
-        failed.push_back(std::move(*it));
-        it = running_.erase(it);
-      }
+      for (auto it = running_.begin(); it != running_.end();)
+        it = it->request ? RetireLocked(it, &failed) : it + 1;
     }
     for (Job& j : failed) Finish(j, &err, false);
     return;

@@ -142,6 +142,9 @@ class Scheduler {
   void WorkerLoop();
   // Moves cancelled jobs out of the queue and the running set (under the lock).
   void CollectCancelledLocked(std::vector<Job>* out);
+  // Moves the running job at `it` to `out` with the running counts (under the lock); returns the
+  // iterator after it.
+  std::vector<Job>::iterator RetireLocked(std::vector<Job>::iterator it, std::vector<Job>* out);
   // Engine::PlanStart for admissible queued jobs (errors -> on_error); a job whose prefix must be
   // built joins that prefix's build, the others start at once.
   void Admit();

@@ -46,6 +46,12 @@ struct ModelConfig {
   int kv_dim() const { return n_kv_head * head_dim; }
   bool is_moe() const { return n_expert > 0; }
   bool block_causal() const { return attention_mask == AttentionMaskKind::kBlockCausal; }
+  // The block a block-diffusion model denoises at a time: its sub-block (fast-dllm-v2) or its
+  // block (sdar); 0 for a bidirectional model.
+  int denoise_block() const {
+    if (!block_causal()) return 0;
+    return sub_block_length > 0 ? sub_block_length : block_length;
+  }
   const ArchTraits& traits() const { return TraitsOf(arch); }
 };
 

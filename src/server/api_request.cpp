@@ -322,8 +322,7 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
       std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
   // A block-diffusion model generates whole blocks of its own (sub-)block length.
   const model::ModelConfig& mc = lm.model().config();
-  const int unit =
-      mc.block_causal() ? (mc.sub_block_length > 0 ? mc.sub_block_length : mc.block_length) : 0;
+  const int unit = mc.denoise_block();
   if (unit > 0 && def >= unit) def = def / unit * unit;
   // OpenAI: max_completion_tokens replaces the deprecated max_tokens, so it wins when both are
   // sent.
