@@ -14,11 +14,10 @@ GGUF file and not from bicache's C++.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
-from reference_forward import _t, rms_norm, rope_cos_sin, rotate_half
+from reference_forward import (_t, attention_out, ffn_residual, output_logits, rms_norm,
+                               rope_cos_sin, rotate_half)
 
 
 def block_causal_mask(n: int, block: int) -> torch.Tensor:
@@ -56,17 +55,6 @@ def reference_forward_block(state_dict: dict, config: dict, tokens, arch: str) -
             k = rms_norm(k, sd[p + "k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        k = k.repeat_interleave(group, dim=1)                                  # GQA
-        v = v.repeat_interleave(group, dim=1)
-        att = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd)
-        att = att.masked_fill(~allowed[None, :, :], float("-inf"))
-        att = torch.softmax(att, dim=-1)
-        o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, nh * hd)
-        x = x + o @ sd[p + "wo.weight"].T
-        h = rms_norm(x, sd[p + "ffn_norm.weight"], eps)
-        g = h @ sd[p + "w_gate.weight"].T
-        u = h @ sd[p + "w_up.weight"].T
-        x = x + (torch.nn.functional.silu(g) * u) @ sd[p + "w_down.weight"].T
-    x = rms_norm(x, sd["norm.weight"], eps)
-    head = sd["lm_head.weight"] if "lm_head.weight" in sd else sd["tok_emb.weight"]
-    return x @ head.T
+        x = x + attention_out(q, k, v, group, hd, sd[p + "wo.weight"], allowed)
+        x = ffn_residual(x, sd, p, eps)
+    return output_logits(x, sd, eps)

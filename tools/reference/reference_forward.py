@@ -35,6 +35,35 @@ def rope_cos_sin(n: int, hd: int, base: float, positions=None):
     return torch.cos(ang).to(torch.float32), torch.sin(ang).to(torch.float32)
 
 
+def attention_out(q, k, v, group: int, hd: int, wo: torch.Tensor, allowed=None) -> torch.Tensor:
+    """softmax(q k^T / sqrt(hd)) v W_o^T for q [n, nh, hd] and k, v [n, nkv, hd] (GQA: query head
+    hq reads kv head hq // group); `allowed` [n, n] bool masks the scores where False."""
+    n = q.shape[0]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    att = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd)
+    if allowed is not None:
+        att = att.masked_fill(~allowed[None, :, :], float("-inf"))
+    att = torch.softmax(att, dim=-1)
+    o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, q.shape[1] * hd)
+    return o @ wo.T
+
+
+def ffn_residual(x: torch.Tensor, sd: dict, p: str, eps: float) -> torch.Tensor:
+    """x + W_down(silu(W_gate h) * W_up h) with h = RMSNorm(x) (layer prefix p)."""
+    h = rms_norm(x, sd[p + "ffn_norm.weight"], eps)
+    g = h @ sd[p + "w_gate.weight"].T
+    u = h @ sd[p + "w_up.weight"].T
+    return x + (torch.nn.functional.silu(g) * u) @ sd[p + "w_down.weight"].T
+
+
+def output_logits(x: torch.Tensor, sd: dict, eps: float) -> torch.Tensor:
+    """RMSNorm(x) W_head^T (the embedding when the head is tied)."""
+    x = rms_norm(x, sd["norm.weight"], eps)
+    head = sd["lm_head.weight"] if "lm_head.weight" in sd else sd["tok_emb.weight"]
+    return x @ head.T
+
+
 def reference_forward(state_dict: dict, config: dict, tokens, arch: str = "llada",
                       positions=None) -> torch.Tensor:
     """Returns logits [n_tokens, vocab] (float32). For Dream these are the raw rows
@@ -66,17 +95,6 @@ def reference_forward(state_dict: dict, config: dict, tokens, arch: str = "llada
         v = v.view(n, nkv, hd)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        # GQA: query head hq uses kv head hq // group
-        k = k.repeat_interleave(group, dim=1)
-        v = v.repeat_interleave(group, dim=1)
-        att = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd)               # no mask
-        att = torch.softmax(att, dim=-1)
-        o = torch.einsum("hqk,khd->qhd", att, v).reshape(n, nh * hd)
-        x = x + o @ sd[p + "wo.weight"].T
-        h = rms_norm(x, sd[p + "ffn_norm.weight"], eps)
-        g = h @ sd[p + "w_gate.weight"].T
-        u = h @ sd[p + "w_up.weight"].T
-        x = x + (torch.nn.functional.silu(g) * u) @ sd[p + "w_down.weight"].T
-    x = rms_norm(x, sd["norm.weight"], eps)
-    head = sd["lm_head.weight"] if "lm_head.weight" in sd else sd["tok_emb.weight"]
-    return x @ head.T
+        x = x + attention_out(q, k, v, group, hd, sd[p + "wo.weight"])          # no mask
+        x = ffn_residual(x, sd, p, eps)
+    return output_logits(x, sd, eps)

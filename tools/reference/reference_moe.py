@@ -11,11 +11,9 @@ gathered, so the reference shares nothing with the engine's grouping by expert.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
-from reference_forward import _t, rms_norm, rope_cos_sin, rotate_half
+from reference_forward import _t, attention_out, output_logits, rms_norm, rope_cos_sin, rotate_half
 
 
 def moe_ffn(h: torch.Tensor, router: torch.Tensor, gate: torch.Tensor, up: torch.Tensor,
@@ -59,15 +57,10 @@ def reference_forward_moe(state_dict: dict, config: dict, tokens, renormalise: b
         v = (h @ sd[p + "wv.weight"].T).view(n, nkv, hd)
         q = q * cos + rotate_half(q) * sin
         kk = kk * cos + rotate_half(kk) * sin
-        kk = kk.repeat_interleave(nh // nkv, dim=1)
-        v = v.repeat_interleave(nh // nkv, dim=1)
-        att = torch.softmax(torch.einsum("qhd,khd->hqk", q, kk) / math.sqrt(hd), dim=-1)
-        x = x + torch.einsum("hqk,khd->qhd", att, v).reshape(n, nh * hd) @ sd[p + "wo.weight"].T
+        x = x + attention_out(q, kk, v, nh // nkv, hd, sd[p + "wo.weight"])
         h = rms_norm(x, sd[p + "ffn_norm.weight"], eps)
         y, margin = moe_ffn(h, sd[p + "router.weight"], sd[p + "exp_gate.weight"],
                             sd[p + "exp_up.weight"], sd[p + "exp_down.weight"], k, renormalise)
         min_margin = min(min_margin, float(margin.min()))
         x = x + y
-    x = rms_norm(x, sd["norm.weight"], eps)
-    head = sd["lm_head.weight"] if "lm_head.weight" in sd else sd["tok_emb.weight"]
-    return x @ head.T, min_margin
+    return output_logits(x, sd, eps), min_margin
