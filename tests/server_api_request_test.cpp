@@ -351,10 +351,12 @@ TEST_F(ApiRequestTest, OutOfRangeIntegers) {
   ExpectRejected(With("max_tokens", 1e300), "'max_tokens' must be between 1 and 1024, got 1e+300",
                  "max_tokens");
   ExpectRejected(json{{"prompt", "hello"}, {"max_tokens", 8}, {"block_length", 9}},
-                 "'block_length' must be between 1 and 8, got 9", "block_length");
+                 "block_length (9) must divide max_tokens (8)", "block_length");
   ExpectRejected(With("steps", 2000), "'steps' must be between 1 and 1024, got 2000", "steps");
-  ExpectRejected(With("top_k", -1), "'top_k' must be between 0 and 300, got -1", "top_k");
-  ExpectRejected(With("top_k", 301), "'top_k' must be between 0 and 300, got 301", "top_k");
+  ExpectRejected(With("top_k", -1), "'top_k' must be between 0 and 2147483647, got -1", "top_k");
+  // The vocabulary bound is the engine's (engine::CheckRequest), in the API's words.
+  ExpectRejected(With("top_k", 301), "top_k must be at most the vocabulary size, 300 (got 301)",
+                 "top_k");
   ExpectRejected(With("seed", -1), "'seed' must be between 0 and 9223372036854775807, got -1",
                  "seed");
   ExpectRejected(With("refresh", -1), "'refresh' must be between 0 and 1024, got -1", "refresh");
@@ -368,15 +370,15 @@ TEST_F(ApiRequestTest, OutOfRangeIntegers) {
 }
 
 TEST_F(ApiRequestTest, OutOfRangeSamplerValuesNameTheBodyField) {
-  // Quoted as sent, as top_p and eps are.
-  ExpectRejected(With("temperature", 3), "'temperature' must be between 0 and 2, got 3",
+  // Quoted as sent (the sampler judges the float it holds).
+  ExpectRejected(With("temperature", 3), "temperature must be between 0 and 2 (got 3)",
                  "temperature");
-  ExpectRejected(With("temperature", 2.5), "'temperature' must be between 0 and 2, got 2.5",
+  ExpectRejected(With("temperature", 2.5), "temperature must be between 0 and 2 (got 2.5)",
                  "temperature");
-  ExpectRejected(With("temperature", -0.1), "'temperature' must be between 0 and 2, got -0.1",
+  ExpectRejected(With("temperature", -0.1), "temperature must be between 0 and 2 (got -0.1)",
                  "temperature");
   ExpectRejected(With("temperature", 2.0000000001),
-                 "'temperature' must be between 0 and 2, got 2.0000000001", "temperature");
+                 "temperature must be between 0 and 2 (got 2.0000000001)", "temperature");
   ExpectRejected(With("top_p", 0), "top_p must be in (0, 1] (got 0)", "top_p");
   // Just above 1 rounds to 1 as a float: still refused, quoting the value that was sent.
   ExpectRejected(With("top_p", 1.0000001), "top_p must be in (0, 1] (got 1.0000001)", "top_p");
@@ -619,9 +621,9 @@ TEST_F(ApiRequestTest, BadPrompts) {
   ExpectRejected(json{{"prompt", {1, "x"}}},
                  "'prompt' must be a string or an array of token ids; got element \"x\"", "prompt");
   ExpectRejected(json{{"prompt", {1, 300}}},
-                 "token id 300 in 'prompt' is outside the vocabulary [0, 300)", "prompt");
+                 "token id 300 in the prompt is outside the vocabulary [0, 300)", "prompt");
   ExpectRejected(json{{"prompt", {-1}}},
-                 "token id -1 in 'prompt' is outside the vocabulary [0, 300)", "prompt");
+                 "'prompt' holds -1, which is not a token id (0 .. 2147483647)", "prompt");
 }
 
 TEST_F(ApiRequestTest, BadMessages) {
@@ -658,9 +660,9 @@ TEST_F(ApiRequestTest, ContextAndPromptLimits) {
                  "max_tokens", "context_length_exceeded");
   // With no max_tokens asked for, a prompt that fills the context is the prompt's fault.
   ExpectRejected(json{{"prompt", Ids(512)}},
-                 "This model's maximum context length is 512 tokens. However, your prompt has 512 "
-                 "tokens, which leaves no room for the completion. Please reduce the length of the "
-                 "prompt.",
+                 "This model's maximum context length is 512 tokens. However, there are 512 "
+                 "tokens in the prompt, which leaves no room for the completion. Please reduce the "
+                 "length of the prompt.",
                  "prompt", "context_length_exceeded");
   limits_.max_prompt_tokens = 4;
   ExpectRejected(json{{"prompt", Ids(5)}},
@@ -675,10 +677,10 @@ TEST_F(ApiRequestTest, ChatContextErrorsNameTheMessages) {
   const int n = static_cast<int>(lm_->ChatPrompt({{"user", text}}).tokens.size());
   ASSERT_GE(n, 512);
   ExpectRejected(body,
-                 "This model's maximum context length is 512 tokens. However, your messages have " +
+                 "This model's maximum context length is 512 tokens. However, there are " +
                      std::to_string(n) +
-                     " tokens, which leaves no room for the completion. Please reduce the length "
-                     "of the prompt.",
+                     " tokens in the messages, which leaves no room for the completion. Please "
+                     "reduce the length of the messages.",
                  "messages", "context_length_exceeded", /*chat=*/true);
   limits_.max_prompt_tokens = 4;
   const json e =

@@ -1,6 +1,7 @@
 #include "cli/sampling_flags.h"
 
 #include "cli/commands.h"
+#include "engine/request_check.h"
 
 #include "util/error.h"
 
@@ -74,16 +75,7 @@ diffusion::SamplerConfig SamplingFlags::Sampler() const {
 }
 
 void UseModelBlock(const model::ModelConfig& c, int block_flag, diffusion::SamplerConfig* s) {
-  if (!c.block_causal()) return;
-  const int unit = c.denoise_block();
-  if (block_flag != 0 && block_flag != unit) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "--block-length " + std::to_string(block_flag) +
-                    ": this block-diffusion model denoises its own blocks of " +
-                    std::to_string(unit) + " tokens (omit the flag or give " +
-                    std::to_string(unit) + ")");
-  }
-  s->block_length = unit;
+  if (c.block_causal()) s->block_length = engine::ModelBlockLength(c, block_flag);
 }
 
 engine::CacheMode SamplingFlags::Cache() const {

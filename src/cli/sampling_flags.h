@@ -33,8 +33,8 @@ CLI::Option* AddBlockLengthFlag(CLI::App* cmd, int* block_length, const std::str
 CLI::Option* AddSeedFlag(CLI::App* cmd, uint64_t* seed, const std::string& help);
 
 // A block-diffusion model denoises blocks of its own (sub-)block length: `block_flag` (the
-// --block-length given, 0 = none) must be 0 or that length (Error(kInvalidArgument) naming the
-// flag otherwise), and the sampler gets it. Other models: nothing changes.
+// --block-length given, 0 = none) must be 0 or that length (engine::ModelBlockLength's FieldError
+// otherwise), and the sampler gets it. Other models: nothing changes.
 void UseModelBlock(const model::ModelConfig& c, int block_flag, diffusion::SamplerConfig* s);
 
 struct SamplingFlags {

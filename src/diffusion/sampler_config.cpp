@@ -82,8 +82,9 @@ void Validate(const SamplerConfig& c) {
             " = {gen_length} / {block_length})");
   }
   // `!(x >= lo)` rather than `x < lo` so that NaN is rejected too.
-  if (!(c.temperature >= 0) || std::isinf(c.temperature)) {
-    Invalid("{temperature} must be a finite value >= 0 (got " + Num(c.temperature) + ")");
+  // OpenAI's range: beyond 2 the distribution over a vocabulary is close to uniform.
+  if (!(c.temperature >= 0 && c.temperature <= 2)) {
+    Invalid("{temperature} must be between 0 and 2 (got " + Num(c.temperature) + ")");
   }
   if (!(c.top_p > 0 && c.top_p <= 1))
     Invalid("{top_p} must be in (0, 1] (got " + Num(c.top_p) + ")");

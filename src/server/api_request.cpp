@@ -113,7 +113,9 @@ std::string GetString(const json& body, const char* key, const std::string& def)
   return v->get<std::string>();
 }
 
-std::vector<int32_t> TokenArray(const json& arr, const char* key, int32_t n_vocab) {
+// Token ids as JSON integers that fit an int32_t; whether they are in the vocabulary is the
+// engine's check (engine::CheckRequest).
+std::vector<int32_t> TokenArray(const json& arr, const char* key) {
   std::vector<int32_t> ids;
   ids.reserve(arr.size());
   for (const json& t : arr) {
@@ -122,12 +124,15 @@ std::vector<int32_t> TokenArray(const json& arr, const char* key, int32_t n_voca
                      "' must be a string or an array of token ids; got element " + Shown(t),
                  key);
     }
-    // Compare as 64-bit before narrowing: a huge or negative id must not wrap into the vocabulary.
-    const bool in = t.is_number_unsigned() ? t.get<uint64_t>() < static_cast<uint64_t>(n_vocab)
-                                           : (t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab);
-    if (!in) {
-      BadRequest("token id " + Shown(t) + " in '" + key + "' is outside the vocabulary [0, " +
-                     std::to_string(n_vocab) + ")",
+    // Compare as 64-bit before narrowing: a huge or negative id must not wrap into range.
+    const bool fits =
+        t.is_number_unsigned()
+            ? t.get<uint64_t>() <= uint64_t{std::numeric_limits<int32_t>::max()}
+            : (t.get<int64_t>() >= 0 && t.get<int64_t>() <= std::numeric_limits<int32_t>::max());
+    if (!fits) {
+      BadRequest("'" + std::string(key) + "' holds " + Shown(t) +
+                     ", which is not a token id (0 .. " +
+                     std::to_string(std::numeric_limits<int32_t>::max()) + ")",
                  key);
     }
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
@@ -191,7 +196,6 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
   const json* p = Field(body, "prompt");
   if (!p) BadRequest("'prompt' is required", "prompt");
   const std::string prefix = GetString(body, "prefix", "");
-  const int32_t n_vocab = lm.model().config().n_vocab;
   const json* text = p;
   if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) text = &(*p)[0];  // ["text"]
   engine::Prompt out;
@@ -206,32 +210,13 @@ engine::Prompt CompletionPromptFrom(const json& body, const engine::LoadedModel&
     }
     out.tokens = prefix.empty() ? std::vector<int32_t>() : lm.tokenizer().Encode(prefix);
     out.prefix_len = prefix.empty() ? -1 : static_cast<int>(out.tokens.size());
-    const std::vector<int32_t> ids = TokenArray(*p, "prompt", n_vocab);
+    const std::vector<int32_t> ids = TokenArray(*p, "prompt");
     out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
   } else {
     BadRequest("'prompt' must be a string or an array of token ids, got " + Shown(*p), "prompt");
   }
   if (out.tokens.empty()) BadRequest("'prompt' must not be empty", "prompt");
   return out;
-}
-
-// A prompt that alone fills the context, with no max_tokens asked for.
-void PromptFillsContext(int context, int prompt, bool chat) {
-  BadRequest("This model's maximum context length is " + std::to_string(context) +
-                 " tokens. However, your " + (chat ? "messages have " : "prompt has ") +
-                 std::to_string(prompt) +
-                 " tokens, which leaves no room for the completion. Please reduce the length of "
-                 "the prompt.",
-             chat ? "messages" : "prompt", "context_length_exceeded");
-}
-
-// `key`: the field the canvas length came from (max_tokens or max_completion_tokens).
-void ContextError(int context, int prompt, int gen, const std::string& key) {
-  BadRequest("This model's maximum context length is " + std::to_string(context) +
-                 " tokens. However, you requested " + std::to_string(int64_t{prompt} + gen) +
-                 " tokens (" + std::to_string(prompt) + " in the prompt, " + std::to_string(gen) +
-                 " for the completion). Please reduce the length of the prompt or " + key + ".",
-             key, "context_length_exceeded");
 }
 
 // `stop`: a string or an array of at most kMaxStops non-empty strings ([] and null: none).
@@ -260,6 +245,77 @@ std::vector<std::string> StopStrings(const json& body) {
     out.push_back(text);
   }
   return out;
+}
+
+// An engine FieldError in the API's words: fields as this request spells them, the first one
+// the error's `param`, and a value quoted as the client sent it (the sampler checked the float it
+// holds: 1.0000001 rounds to 1, 1e308 was clamped).
+[[noreturn]] void EngineError(const FieldError& e, const json& body, const FieldNamer& api_name) {
+  const std::string param = e.field().empty() ? "" : api_name(e.field());
+  std::string msg = e.Render(api_name);
+  if (const json* sent = param.empty() ? nullptr : Field(body, param.c_str())) {
+    const size_t at = msg.rfind("(got ");
+    const size_t end = at == std::string::npos ? at : msg.find(')', at);
+    if (end != std::string::npos) msg.replace(at, end - at + 1, "(got " + Shown(*sent) + ")");
+  }
+  BadRequest(msg, param, e.code());
+}
+
+// The sampling fields with the server's defaults and caps (max_tokens_limit, max_steps). What a
+// value must be beyond its JSON type is the engine's check (engine::CheckRequest, which throws
+// FieldErrors here too).
+void ReadSampler(const json& body, const engine::LoadedModel& lm, const ServerLimits& limits, int P,
+                 const char* gen_key, diffusion::SamplerConfig* out) {
+  diffusion::SamplerConfig& s = *out;
+  const model::ModelConfig& mc = lm.model().config();
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  // The default canvas fits what the context leaves (a prompt that fills it is the engine's error
+  // to word); a block-diffusion model generates whole blocks of its own (sub-)block length.
+  int64_t def = std::min<int64_t>(
+      {limits.default_max_tokens, limits.max_tokens_limit, std::max(mc.context_length - P, 1)});
+  const int unit = mc.block_causal() ? mc.denoise_block() : 0;
+  if (unit > 0 && def >= unit) def = def / unit * unit;
+  s.gen_length = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
+  s.block_length =
+      engine::ModelBlockLength(mc, static_cast<int>(GetInt(body, "block_length", 0, 1, kIntMax)));
+  if (s.block_length == 0) s.block_length = s.gen_length;  // one block
+  const int blocks = std::max(s.gen_length / s.block_length, 1);
+  // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
+  // the block count so the schedule is valid. Every block needs a step, so more blocks than
+  // the server's max_steps allows cannot run within it.
+  if (blocks > limits.max_steps) {
+    BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " +
+                   std::to_string(s.gen_length) + " tokens into " + std::to_string(blocks) +
+                   " blocks, each needing a denoising step, but this server runs at most " +
+                   std::to_string(limits.max_steps) +
+                   " steps per request: use a longer block_length",
+               "block_length");
+  }
+  const int def_steps =
+      std::max(blocks, std::min(s.gen_length, limits.max_steps) / blocks * blocks);
+  s.steps = static_cast<int>(GetInt(body, "steps", def_steps, 1, limits.max_steps));
+  s.algorithm = diffusion::ParseAlgorithm(GetString(body, "algorithm", "low_confidence"));
+  s.temperature = GetFloat(body, "temperature", 0);
+  s.top_p = GetFloat(body, "top_p", 1);
+  s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, kIntMax));
+  s.threshold = GetFloat(body, "threshold", 0);
+  s.alg_temp = GetFloat(body, "alg_temp", 0);
+  s.eps = GetFloat(body, "eps", 1e-3);
+  s.cfg_scale = GetFloat(body, "cfg", 0);
+  s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
+  s.mask_id = mc.mask_token_id;
+  s.stop_ids = lm.stop_ids();
+}
+
+engine::CacheMode ReadCache(const json& body, const ServerLimits& limits) {
+  const json* c = Field(body, "cache");
+  if (!c) return limits.default_cache;
+  if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
+  try {
+    return engine::ParseCacheMode(c->get<std::string>());
+  } catch (const Error& e) {
+    BadRequest(std::string("'cache': ") + e.what(), "cache");
+  }
 }
 
 }  // namespace
@@ -308,119 +364,36 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
     r.include_usage = GetBool(*so, "include_usage", false);
   }
   const engine::Prompt prompt = chat ? ChatPromptFrom(body, lm) : CompletionPromptFrom(body, lm);
-  const int context = lm.model().config().context_length;
   const int P = static_cast<int>(prompt.tokens.size());
   if (limits.max_prompt_tokens > 0 && P > limits.max_prompt_tokens) {
     BadRequest("the prompt has " + std::to_string(P) + " tokens, more than this server accepts (" +
                    std::to_string(limits.max_prompt_tokens) + ")",
                chat ? "messages" : "prompt", "prompt_too_long");
   }
-  // max_tokens is range-checked before the context check so a negative value reads as such, and
-  // the context error reports the max_tokens asked for.
-  const int left = context - P;
-  int64_t def =
-      std::min<int64_t>({limits.default_max_tokens, limits.max_tokens_limit, std::max(left, 1)});
-  // A block-diffusion model generates whole blocks of its own (sub-)block length.
-  const model::ModelConfig& mc = lm.model().config();
-  const int unit = mc.denoise_block();
-  if (unit > 0 && def >= unit) def = def / unit * unit;
   // OpenAI: max_completion_tokens replaces the deprecated max_tokens, so it wins when both are
   // sent.
   const char* gen_key =
       Field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  const int gen = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
-  if (int64_t{P} + gen > context) {
-    if (!Field(body, gen_key)) PromptFillsContext(context, P, chat);
-    ContextError(context, P, gen, gen_key);
-  }
-
-  // Engine field names as this request spells them: the canvas length is the key it came in.
-  const FieldNamer api_name = [gen_key](std::string_view field) {
-    return field == "gen_length" ? std::string(gen_key) : std::string(field);
+  // Engine field names as this request spells them: the canvas length is the key it came in, the
+  // prompt of a chat its messages.
+  const FieldNamer api_name = [gen_key, chat](std::string_view field) {
+    if (field == "gen_length") return std::string(gen_key);
+    if (field == "prompt" && chat) return std::string("messages");
+    return std::string(field);
   };
-  diffusion::SamplerConfig& s = r.options.sampler;
-  s.gen_length = gen;
-  if (unit > 0 && gen % unit != 0) {
-    BadRequest("'" + std::string(gen_key) + "' " + std::to_string(gen) +
-                   ": this block-diffusion model generates whole blocks of " +
-                   std::to_string(unit) + " tokens: send a multiple of " + std::to_string(unit),
-               gen_key);
-  }
-  s.block_length = static_cast<int>(GetInt(body, "block_length", unit > 0 ? unit : gen, 1, gen));
-  if (unit > 0 && s.block_length != unit) {
-    BadRequest("'block_length' " + std::to_string(s.block_length) +
-                   ": this block-diffusion model denoises its own blocks of " +
-                   std::to_string(unit) + " tokens: omit block_length or send " +
-                   std::to_string(unit),
-               "block_length");
-  }
-  const int blocks = gen / s.block_length;
-  // Default steps: one per token (the LLaDA reference), capped by the server, kept a multiple of
-  // the block count so the schedule is valid. Every block needs a step, so more blocks than
-  // the server's max_steps allows cannot run within it.
-  if (blocks > limits.max_steps) {
-    BadRequest("'block_length' " + std::to_string(s.block_length) + " splits the " +
-                   std::to_string(gen) + " tokens into " + std::to_string(blocks) +
-                   " blocks, each needing a denoising step, but this server runs at most " +
-                   std::to_string(limits.max_steps) +
-                   " steps per request: use a longer block_length",
-               "block_length");
-  }
-  int def_steps = std::min(gen, limits.max_steps);
-  def_steps = std::max(blocks, def_steps / std::max(blocks, 1) * std::max(blocks, 1));
-  s.steps = static_cast<int>(GetInt(body, "steps", def_steps, 1, limits.max_steps));
-  try {
-    s.algorithm = diffusion::ParseAlgorithm(GetString(body, "algorithm", "low_confidence"));
-  } catch (const FieldError& e) {
-    BadRequest(e.Render(api_name), "algorithm");
-  }
-  s.temperature = GetFloat(body, "temperature", 0);
-  if (s.temperature < 0 || s.temperature > 2) {
-    BadRequest("'temperature' must be between 0 and 2, got " + Shown(*Field(body, "temperature")),
-               "temperature");
-  }
-  s.top_p = GetFloat(body, "top_p", 1);
-  s.top_k = static_cast<int>(GetInt(body, "top_k", 0, 0, lm.model().config().n_vocab));
-  s.threshold = GetFloat(body, "threshold", 0);
-  s.alg_temp = GetFloat(body, "alg_temp", 0);
-  s.eps = GetFloat(body, "eps", 1e-3);
-  s.cfg_scale = GetFloat(body, "cfg", 0);
-  s.seed = static_cast<uint64_t>(GetInt(body, "seed", 0, 0, std::numeric_limits<int64_t>::max()));
-  s.mask_id = lm.model().config().mask_token_id;
-  s.stop_ids = lm.stop_ids();
-  if (const json* c = Field(body, "cache")) {
-    if (!c->is_string()) BadRequest("'cache' must be a string, got " + Shown(*c), "cache");
-    try {
-      r.options.cache = engine::ParseCacheMode(c->get<std::string>());
-    } catch (const Error& e) {
-      BadRequest(std::string("'cache': ") + e.what(), "cache");
-    }
-  } else {
-    r.options.cache = limits.default_cache;
-  }
-  r.options.refresh_interval = static_cast<int>(GetInt(
-      body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
-  // The engine's own acceptance check (Engine::Start runs it too), here so nothing it would refuse
-  // is queued: the sampler's ranges and combinations and cfg with a prefix-reusing cache are worded
-  // there once. The prompt, context and vocabulary were checked above in the API's words.
   r.options.prompt = prompt.tokens;
   r.options.prefix_len = prompt.prefix_len;
   try {
+    ReadSampler(body, lm, limits, P, gen_key, &r.options.sampler);
+    r.options.cache = ReadCache(body, limits);
+    r.options.refresh_interval = static_cast<int>(GetInt(
+        body, "refresh", std::min(limits.default_refresh, limits.max_steps), 0, limits.max_steps));
+    // The engine's acceptance check (Engine::Start runs it too), here so nothing it would refuse
+    // is queued: every semantic rule (ranges, context, vocabulary, blocks, combinations) is
+    // there, once.
     engine::CheckRequest(r.options, lm.model().config());
   } catch (const FieldError& e) {
-    // The error is about the first field its message names.
-    const std::string param = e.field().empty() ? "" : api_name(e.field());
-    std::string msg = e.Render(api_name);
-    // The sampler checked the float it holds (1.0000001 rounds to 1, 1e308 was clamped): quote the
-    // value the client sent instead.
-    if (const json* sent = param.empty() ? nullptr : Field(body, param.c_str())) {
-      const size_t at = msg.rfind("(got ");
-      const size_t end = at == std::string::npos ? at : msg.find(')', at);
-      if (end != std::string::npos) msg.replace(at, end - at + 1, "(got " + Shown(*sent) + ")");
-    }
-    BadRequest(msg, param);
-  } catch (const Error& e) {
-    BadRequest(e.what());
+    EngineError(e, body, api_name);
   }
   return r;
 }

@@ -37,8 +37,8 @@ std::string RenderFields(std::string_view text, const FieldNamer& namer, std::st
   return out;
 }
 
-FieldError::FieldError(ErrorKind kind, std::string text)
-    : Error(kind, RenderFields(text, Bare)), text_(std::move(text)) {}
+FieldError::FieldError(ErrorKind kind, std::string text, std::string code)
+    : Error(kind, RenderFields(text, Bare)), text_(std::move(text)), code_(std::move(code)) {}
 
 std::string FieldError::field() const {
   std::string first;

@@ -26,16 +26,19 @@ std::string RenderFields(std::string_view text, const FieldNamer& namer,
 
 class FieldError : public Error {
  public:
-  // `text` names fields as `{field}`.
-  FieldError(ErrorKind kind, std::string text);
+  // `text` names fields as `{field}`. `code`: a stable machine-readable reason for front ends
+  // that report one (the HTTP API's "code", e.g. "context_length_exceeded"); "" when none.
+  FieldError(ErrorKind kind, std::string text, std::string code = "");
 
   // The message with each field spelled by `namer`.
   std::string Render(const FieldNamer& namer) const { return RenderFields(text_, namer); }
   // The first field the message mentions: the one the error is about.
   std::string field() const;
+  const std::string& code() const { return code_; }
 
  private:
   std::string text_;
+  std::string code_;
 };
 
 }  // namespace bicache

@@ -73,7 +73,9 @@ for path, body in bodies.items():
     name = "chat" if path == H else "completion"
     deltas, _, _ = stream(path, body)
     full[path] = "".join(deltas)
-    check(f"{name} without stop: several deltas", len(deltas) >= 8, deltas)
+    # Under load the server joins the text of several steps into one delta (6 of 48 seen with two
+    # other test processes and a build beside it): at least one boundary is what the checks need.
+    check(f"{name} without stop: several deltas", len(deltas) >= 2, deltas)
     check(f"{name} stream text == non-stream text", whole(path, body)[0] == full[path], deltas)
     # A stop string made of the last a characters of one delta and the first b of the next, whose
     # first occurrence is that boundary: the stream must hold the delta's tail back. Several
@@ -146,7 +148,7 @@ for path, field, value, noop in refused:
         st, data = post(path, dict(body, **{field: noop}))
         check(f"{path} {field}={json.dumps(noop)} (no-op): 200", st == 200, (st, data))
 st, data = post(C, {"prompt": "x", "temperature": 3})
-check("temperature 3 quoted as sent", st == 400 and json.loads(data)["error"]["message"].endswith("got 3"), data)
+check("temperature 3 quoted as sent", st == 400 and json.loads(data)["error"]["message"].endswith("(got 3)"), data)
 st, data = post(C, {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})
 check("five stop strings: 400", st == 400 and json.loads(data)["error"]["param"] == "stop", data)
 sys.exit(1 if fails else 0)
