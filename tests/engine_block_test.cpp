@@ -12,9 +12,11 @@
 
 #include "diffusion/denoiser.h"
 #include "engine/engine.h"
+#include "engine/request_check.h"
 #include "model/forward.h"
 #include "model/weights.h"
 #include "test_util.h"
+#include "util/field_error.h"
 
 namespace bicache::engine {
 namespace {
@@ -175,6 +177,24 @@ TEST_P(EngineBlock, BadRequestsAreRefusedByName) {
                "keeps the K/V of every finished block");
 }
 
+// The one rule for a block model's block length, which the CLI's flag and the API's field both
+// go through: 0 or the model's own length gives it, any other names {block_length}.
+TEST_P(EngineBlock, ModelBlockLengthIsTheModelsOwn) {
+  const model::ModelConfig& c = model_->config();
+  const int unit = c.denoise_block();
+  EXPECT_EQ(ModelBlockLength(c, 0), unit);
+  EXPECT_EQ(ModelBlockLength(c, unit), unit);
+  try {
+    ModelBlockLength(c, unit * 2);
+    FAIL() << "expected a FieldError";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), "block_length");
+    EXPECT_NE(std::string(e.what()).find("denoises its own blocks of " + std::to_string(unit)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, EngineBlock, ::testing::Values("sdar-tiny", "fast-dllm-v2-tiny"));
 
 // The exact mode belongs to block-diffusion models: a bidirectional one says why not.
@@ -188,6 +208,42 @@ TEST(EngineBlockModes, ABidirectionalModelRefusesExactPrefixReuse) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("use bicache"), std::string::npos) << e.what();
   }
+}
+
+// The context rule, worded once for every front end: the field to change is the one named first,
+// and the code is OpenAI's.
+TEST(EngineRequestCheck, ContextErrorsNameTheFieldToChange) {
+  auto m = model::Model::Load(DataPath("golden/llada-tiny.gguf"));
+  const model::ModelConfig& c = m->config();
+  auto one_block = [&](int prompt, int gen) {
+    RequestOptions o = Options(*m, std::vector<int32_t>(prompt, 5), CacheMode{}, gen);
+    o.sampler.block_length = gen;
+    return o;
+  };
+  auto error_for = [&](int prompt, int gen) -> FieldError {
+    try {
+      CheckRequest(one_block(prompt, gen), c);
+    } catch (const FieldError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "expected a FieldError for prompt " << prompt << " + " << gen;
+    return FieldError(ErrorKind::kInternal, "");
+  };
+  EXPECT_NO_THROW(CheckRequest(one_block(c.context_length - 8, 8), c));
+  const FieldError over = error_for(c.context_length - 8, 16);
+  EXPECT_EQ(over.field(), "gen_length");
+  EXPECT_EQ(over.code(), "context_length_exceeded");
+  EXPECT_NE(
+      std::string(over.what())
+          .find(std::to_string(c.context_length - 8) + " in the prompt, 16 for the completion"),
+      std::string::npos)
+      << over.what();
+  const FieldError full = error_for(c.context_length, 1);
+  EXPECT_EQ(full.field(), "prompt");
+  EXPECT_EQ(full.code(), "context_length_exceeded");
+  RequestOptions topk = one_block(4, 8);
+  topk.sampler.top_k = c.n_vocab + 1;
+  EXPECT_THROW(CheckRequest(topk, c), FieldError);
 }
 
 }  // namespace
