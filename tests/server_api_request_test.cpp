@@ -239,6 +239,20 @@ TEST_F(ApiRequestTest, StreamOptionsWithoutIncludeUsage) {
   EXPECT_FALSE(r.include_usage);
 }
 
+TEST_F(ApiRequestTest, StreamOptionsCanvasOnlyWithStream) {
+  const ParsedRequest r = Parse(
+      json{{"prompt", "hello"}, {"stream", true}, {"stream_options", {{"include_canvas", true}}}});
+  EXPECT_TRUE(r.include_canvas);
+  EXPECT_FALSE(r.include_usage);
+  ExpectRejected(json{{"prompt", "hello"}, {"stream_options", {{"include_canvas", true}}}},
+                 "'stream_options' is only allowed when 'stream' is true", "stream_options");
+  ExpectRejected(
+      json{{"prompt", "hello"}, {"stream", true}, {"stream_options", {{"include_logits", true}}}},
+      "'stream_options.include_logits' is not supported (stream_options takes "
+      "include_usage and include_canvas)",
+      "stream_options.include_logits");
+}
+
 TEST_F(ApiRequestTest, PromptForms) {
   const std::vector<int32_t> hello = lm_->PlainPrompt("", "hello").tokens;
   EXPECT_EQ(Parse(json{{"prompt", json::array({"hello"})}}).options.prompt, hello);

@@ -247,6 +247,25 @@ std::vector<std::string> StopStrings(const json& body) {
   return out;
 }
 
+// `stream_options`: include_usage (OpenAI's) and include_canvas (ours: the denoising canvas as
+// `event: bicache.canvas` frames, docs/serving.md); both only with "stream": true, as OpenAI has
+// it.
+void ReadStreamOptions(const json& so, ParsedRequest* r) {
+  if (!so.is_object()) BadRequest("'stream_options' must be an object", "stream_options");
+  for (const auto& [key, value] : so.items()) {
+    if (key != "include_usage" && key != "include_canvas") {
+      BadRequest("'stream_options." + key +
+                     "' is not supported (stream_options takes include_usage and include_canvas)",
+                 "stream_options." + key);
+    }
+  }
+  r->include_usage = GetBool(so, "include_usage", false);
+  r->include_canvas = GetBool(so, "include_canvas", false);
+  if ((r->include_usage || r->include_canvas) && !r->stream) {
+    BadRequest("'stream_options' is only allowed when 'stream' is true", "stream_options");
+  }
+}
+
 // An engine FieldError in the API's words: fields as this request spells them, the first one
 // the error's `param`, and a value quoted as the client sent it (the sampler checked the float it
 // holds: 1.0000001 rounds to 1, 1e308 was clamped).
@@ -359,10 +378,7 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
   r.chat = chat;
   r.stream = GetBool(body, "stream", false);
   r.stop = StopStrings(body);
-  if (const json* so = Field(body, "stream_options")) {
-    if (!so->is_object()) BadRequest("'stream_options' must be an object", "stream_options");
-    r.include_usage = GetBool(*so, "include_usage", false);
-  }
+  if (const json* so = Field(body, "stream_options")) ReadStreamOptions(*so, &r);
   const engine::Prompt prompt = chat ? ChatPromptFrom(body, lm) : CompletionPromptFrom(body, lm);
   const int P = static_cast<int>(prompt.tokens.size());
   if (limits.max_prompt_tokens > 0 && P > limits.max_prompt_tokens) {

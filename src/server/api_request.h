@@ -52,7 +52,8 @@ struct ServerLimits {
 struct ParsedRequest {
   bool chat = false;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;   // stream_options.include_usage
+  bool include_canvas = false;  // stream_options.include_canvas: per-step canvas events
   std::vector<std::string>
       stop;  // stop strings: the answer ends before the first (server/answer_text.h)
   engine::RequestOptions options;  // prompt, prefix_len, sampler (stop ids filled), cache

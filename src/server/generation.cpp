@@ -71,6 +71,13 @@ struct Shared {
   std::optional<ApiError> error;
   engine::RequestResult result;
   std::shared_ptr<engine::Scheduler::Handle> handle;  // set under `m`, before any callback reads it
+  // stream_options.include_canvas: the canvas as last seen, and the positions changed since the
+  // last canvas event (so a slow reader costs one canvas, not one per step).
+  bool watch_canvas = false;
+  std::vector<int32_t> canvas;  // [gen_length] the mask id where masked
+  std::vector<char> changed;    // [gen_length]
+  bool canvas_news = false;
+  int canvas_step = 0, canvas_final = 0;
 
   // `tokens`: the final answer tokens so far (a prefix that only grows). Under `m`.
   void AppendLocked(std::span<const int32_t> tokens) {
@@ -85,6 +92,7 @@ struct Shared {
       // Only the final part of the canvas counts: it never changes again. A stop string in it ends
       // the request here, before its next step (its batch slot goes to the next request).
       std::lock_guard<std::mutex> l(self->m);
+      if (self->watch_canvas) self->SeeCanvasLocked(e);
       self->AppendLocked(e.canvas.first(static_cast<size_t>(e.final_length)));
       if (self->answer->stopped()) self->handle->EndEarly();
       self->cv.notify_all();
@@ -104,6 +112,18 @@ struct Shared {
       self->cv.notify_all();
     };
     return cb;
+  }
+
+  void SeeCanvasLocked(const engine::StepEvent& e) {
+    for (size_t i = 0; i < e.canvas.size() && i < canvas.size(); ++i) {
+      if (canvas[i] != e.canvas[i]) {
+        canvas[i] = e.canvas[i];
+        changed[i] = 1;
+        canvas_news = true;
+      }
+    }
+    canvas_step = e.step;
+    canvas_final = e.final_length;
   }
 
   // After on_done: why the answer ended and how many tokens it used.
@@ -141,7 +161,8 @@ class Streamer {
         return false;
       return true;
     }
-    std::string text;  // sendable text not sent yet
+    std::string text;            // sendable text not sent yet
+    std::optional<json> canvas;  // a canvas event's data
     bool finished;
     std::optional<ApiError> error;
     engine::RequestResult result;
@@ -150,8 +171,10 @@ class Streamer {
     {
       std::unique_lock<std::mutex> l(sh_->m);
       // Bounded wait so a silent client disconnect is noticed by the heartbeat below.
-      sh_->cv.wait_for(l, 250ms,
-                       [&] { return sh_->finished || sh_->answer->Sendable().size() > sent_; });
+      sh_->cv.wait_for(l, 250ms, [&] {
+        return sh_->finished || sh_->canvas_news || sh_->answer->Sendable().size() > sent_;
+      });
+      if (sh_->canvas_news) canvas = TakeCanvasLocked();
       const std::string_view sendable = sh_->answer->Sendable();
       if (sendable.size() > sent_) text = sendable.substr(sent_);
       sent_ = std::max(sent_, sendable.size());
@@ -163,6 +186,7 @@ class Streamer {
         completion_tokens = sh_->CompletionTokensLocked();
       }
     }
+    if (canvas && !SendCanvas(sink, *canvas)) return false;
     if (!text.empty()) {
       if (!SendText(sink, text)) return false;
       idle_ = 0;
@@ -212,6 +236,29 @@ class Streamer {
     if (r) j["bicache"] = CacheInfo(*r, p_.options);
     return j;
   }
+  // Under sh_->m: the positions changed since the last event, as {position, token, text}
+  // (token and text null where the position is masked again), with the step and the committed
+  // length. Token texts are decoded outside the lock (SendCanvas).
+  json TakeCanvasLocked() {
+    json changes = json::array();
+    for (size_t i = 0; i < sh_->changed.size(); ++i) {
+      if (!sh_->changed[i]) continue;
+      sh_->changed[i] = 0;
+      const int32_t t = sh_->canvas[i];
+      changes.push_back({{"position", i}, {"token", t == mask_id_ ? json(nullptr) : json(t)}});
+    }
+    sh_->canvas_news = false;
+    return {{"step", sh_->canvas_step}, {"final_length", sh_->canvas_final}, {"changes", changes}};
+  }
+  bool SendCanvas(httplib::DataSink& sink, json& data) {
+    for (json& c : data["changes"]) {
+      const json& t = c["token"];
+      const int32_t id = t.is_null() ? 0 : t.get<int32_t>();
+      c["text"] = t.is_null() ? json(nullptr) : json(ctx_.lm->tokenizer().Decode({&id, 1}));
+    }
+    const std::string ev = "event: bicache.canvas\ndata: " + Dump(data) + "\n\n";
+    return sink.write(ev.data(), ev.size());
+  }
   bool SendText(httplib::DataSink& sink, const std::string& text) {
     return Send(sink, Chunk(p_.chat ? json{{"content", text}} : json(text), nullptr));
   }
@@ -225,6 +272,7 @@ class Streamer {
   ParsedRequest p_;
   std::string id_;
   std::time_t created_;
+  int32_t mask_id_ = p_.options.sampler.mask_id;
   size_t sent_ = 0;  // bytes of the answer text sent
   int idle_ = 0;
   bool started_ = false;
@@ -251,6 +299,12 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
   }
   auto sh = std::make_shared<Shared>();
   sh->answer.emplace(ctx.lm->tokenizer(), p.stop);
+  if (p.include_canvas) {
+    const auto n = static_cast<size_t>(p.options.sampler.gen_length);
+    sh->watch_canvas = true;
+    sh->canvas.assign(n, p.options.sampler.mask_id);
+    sh->changed.assign(n, 0);
+  }
   try {
     // Under the lock: a callback may run before Submit returns, and reads the handle.
     std::lock_guard<std::mutex> l(sh->m);

@@ -151,6 +151,41 @@ st, data = post(C, {"prompt": "x", "temperature": 3})
 check("temperature 3 quoted as sent", st == 400 and json.loads(data)["error"]["message"].endswith("(got 3)"), data)
 st, data = post(C, {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})
 check("five stop strings: 400", st == 400 and json.loads(data)["error"]["param"] == "stop", data)
+
+# The canvas stream (stream_options.include_canvas): `event: bicache.canvas` frames carry the
+# positions that changed since the last frame; the data frames are what a plain stream sends.
+st, data = post(C, dict(base, prompt="Once upon a time"))
+plain = post(C, dict(base, prompt="Once upon a time", stream=True))[1].decode()
+check("a plain stream has no canvas frames", "event:" not in plain, plain[:200])
+st, data = post(C, dict(base, prompt="Once upon a time", stream=True,
+                        stream_options={"include_canvas": True}))
+events, canvas, texts = [], {}, []
+for frame in data.decode().split("\n\n"):
+    lines = frame.split("\n")
+    if lines[0] == "event: bicache.canvas":
+        ev = json.loads(lines[1][len("data: "):])
+        events.append(ev)
+        for c in ev["changes"]:
+            canvas[c["position"]] = c["token"]
+    elif frame.startswith("data: {"):
+        for ch in json.loads(frame[6:])["choices"]:
+            texts.append(ch.get("text") or "")
+check("canvas: several frames", len(events) >= 2, len(events))
+check("canvas: steps ascend", all(a["step"] < b["step"] for a, b in zip(events, events[1:])), events[:3])
+check("canvas: the committed length never shrinks",
+      all(a["final_length"] <= b["final_length"] for a, b in zip(events, events[1:])), events[:3])
+last = events[-1] if events else {"final_length": 0}
+check("canvas: every committed position has a token",
+      all(canvas.get(i) is not None for i in range(last["final_length"])), (last, canvas))
+check("canvas: changes carry the token's text",
+      all(("text" in c) and ((c["token"] is None) == (c["text"] is None)) for e in events for c in e["changes"]),
+      events[:2])
+check("canvas: the data frames give the plain stream's text", "".join(texts) == full[C], (texts, full[C]))
+st, data = post(C, {"prompt": "x", "stream_options": {"include_canvas": True}})
+check("include_canvas without stream: 400", st == 400 and json.loads(data)["error"]["param"] == "stream_options", data)
+st, data = post(C, {"prompt": "x", "stream": True, "stream_options": {"include_logits": True}})
+check("an unknown stream option: 400 naming it",
+      st == 400 and json.loads(data)["error"]["param"] == "stream_options.include_logits", data)
 sys.exit(1 if fails else 0)
 PY
 check "health 200 afterwards" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
