@@ -79,7 +79,7 @@ std::shared_ptr<Scheduler::Handle> Scheduler::Submit(RequestOptions options,
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
       ++counters_.rejected;
-      throw Error(ErrorKind::kResource, "the server is shutting down");
+      throw Error(ErrorKind::kCancelled, "the server is shutting down");
     }
     if (static_cast<int>(queue_.size()) >= options_.max_queue) {
       ++counters_.rejected;

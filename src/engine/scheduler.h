@@ -112,8 +112,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Enqueues a request. Throws Error(kResource) when the queue is full or the scheduler is
-  // stopping.
+  // Enqueues a request. Throws Error(kResource) when the queue is full, Error(kCancelled) when
+  // the scheduler is stopping.
   std::shared_ptr<Handle> Submit(RequestOptions options, RequestCallbacks callbacks);
 
   // Graceful stop: no new submissions; in-flight and queued requests may finish for up to `grace`,

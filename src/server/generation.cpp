@@ -310,10 +310,13 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
     std::lock_guard<std::mutex> l(sh->m);
     sh->handle = ctx.scheduler->Submit(p.options, sh->Callbacks(sh));
   } catch (const Error& e) {
+    // A full queue is the client's to retry (429); a scheduler that stopped between the drain
+    // check and here is the server going away (503, as every request after SIGTERM gets).
     ApiError a;
-    a.status = 429;
-    a.type = "rate_limit_error";
-    a.code = "server_overloaded";
+    const bool stopping = e.kind() == ErrorKind::kCancelled;
+    a.status = stopping ? 503 : 429;
+    a.type = stopping ? "server_error" : "rate_limit_error";
+    a.code = stopping ? "" : "server_overloaded";
     a.message = e.what();
     res.set_header("Retry-After", "1");
     return SendError(res, a);
