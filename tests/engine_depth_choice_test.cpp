@@ -150,6 +150,57 @@ TEST(DepthChoice, CalibrationSettingsAreSavedAndAMismatchIsNamed) {
   std::remove(path.c_str());
 }
 
+// The fast profile's criterion: a depth holds while it loses at most max_drop points and its
+// paired interval's lower end stays above -2 x max_drop; the leading run of such depths counts.
+TEST(DepthChoice, AccuracyBinDepthBoundsTheLossAndItsInterval) {
+  CalibrationBin b = AnswerBin(60, 200, {1, .9, .8, .7, .6}, {.50, .505, .495, .48, .50});
+  b.accuracy_low = {0, -.01, -.015, -.03, -.01};
+  EXPECT_EQ(DepthTable::AccuracyBinDepth(b, 1.0, 4), 2);  // d3 loses 2 points
+  EXPECT_EQ(DepthTable::AccuracyBinDepth(b, 2.0, 4), 4);  // within 2, lower ends within 4
+  b.accuracy_low[1] = -0.021;                             // d1's interval reaches past -2
+  EXPECT_EQ(DepthTable::AccuracyBinDepth(b, 1.0, 4), 0);
+  b.accuracy_low.clear();  // an answers bin: no interval, no depth by this criterion
+  EXPECT_EQ(DepthTable::AccuracyBinDepth(b, 1.0, 4), 0);
+}
+
+TEST(DepthChoice, AccuracyTableSurvivesSaveAndLoad) {
+  CalibrationBin b = AnswerBin(70, 100, {1, .9, .8}, {.5, .5, .49});
+  b.accuracy_low = {0, -.012, -.019};
+  DepthTable t = DepthTable::FromAnswerBins({b}, 1.0, 2, 20, DepthCriterion::kAccuracy);
+  t.set_model_shape(64, 300);
+  EXPECT_EQ(t.Lookup(0.75), 2);
+  const std::string path = ::testing::TempDir() + "/accuracy.depth.json";
+  t.Save(path);
+  const DepthTable back = DepthTable::Load(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(back.criterion(), DepthCriterion::kAccuracy);
+  EXPECT_EQ(back.bins()[0].accuracy_low, b.accuracy_low);
+  EXPECT_EQ(back.d_model(), 64);
+  EXPECT_EQ(back.n_vocab(), 300);
+  EXPECT_EQ(back.DepthOfBin(back.bins()[0]), 2);
+}
+
+// --depth-profile: safe is always there (a missing file serves depth 0 with a warning), fast needs
+// its file, anything else must be a table file.
+TEST(DepthChoice, DepthProfilesResolveOrAreRefusedByName) {
+  const std::string dir = ::testing::TempDir() + "/profiles";
+  std::filesystem::create_directories(dir);
+  const std::string model = dir + "/m.gguf";
+  EXPECT_EQ(DepthTable::PathForModel(model, "safe"), model + ".depth.json");
+  EXPECT_EQ(DepthTable::PathForModel(model, ""), model + ".depth.json");
+  EXPECT_EQ(DepthTable::PathForModel(model, "fast"), model + ".depth.fast.json");
+  EXPECT_EQ(DepthTable::PathForModel(model, "/x/t.json"), "/x/t.json");
+  EXPECT_NO_THROW(CheckDepthProfile(model, "safe"));
+  testing::ExpectError([&] { CheckDepthProfile(model, "fast"); }, ErrorKind::kInvalidArgument,
+                       "--depth-profile fast: this model has no fast table");
+  testing::ExpectError([&] { CheckDepthProfile(model, "fastest"); }, ErrorKind::kInvalidArgument,
+                       "--depth-profile 'fastest': neither a profile (safe, fast) nor a depth "
+                       "table file");
+  { std::ofstream(model + ".depth.fast.json") << "{}"; }
+  EXPECT_NO_THROW(CheckDepthProfile(model, "fast"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DepthChoice, UnknownCriterionIsNamed) {
   testing::ExpectError([] { ParseDepthCriterion("cosine"); }, ErrorKind::kInvalidArgument,
                        "unknown depth criterion 'cosine'");

@@ -97,7 +97,7 @@ Runner AddBench(CLI::App& app) {
     bench.threads = o->threads;
     bench.warn_no_depth_table = WarnNoDepthTable;
 
-    auto lm = engine::LoadedModel::Load(o->model);
+    auto lm = LoadModelWithProfile(o->model, o->s.depth_profile);
     ApplyModelThreads(o->threads, lm->model().config());
     // A block-diffusion model reuses prefixes exactly: no cross-request reuse against exact reuse.
     if (lm->model().config().block_causal() && cmd->count("--modes") == 0)

@@ -46,8 +46,10 @@ Runner AddCalibrate(CLI::App& app) {
   cmd->add_option("--limit", o->limit, "first N samples of each family (0 = all)")
       ->check(NonNegative());
   cmd->add_option("--criterion", o->criterion,
-                  "kv_similarity (prefix K/V similarity by layer) or answers (agreement of the "
-                  "answers with --cache none)")
+                  "kv_similarity (prefix K/V similarity by layer), answers (agreement of the "
+                  "answers with --cache none: the safe profile) or accuracy (accuracy within "
+                  "--max-drop points of none's, the paired interval's lower end within twice "
+                  "that: the fast profile)")
       ->capture_default_str();
   cmd->add_option(
          "--threshold", o->c.threshold,
@@ -57,8 +59,12 @@ Runner AddCalibrate(CLI::App& app) {
                   "answers: a depth is safe while this share of a bin's answers equal none's "
                   "(0 < X <= 1)")
       ->capture_default_str();
+  cmd->add_option("--max-drop", o->c.max_drop,
+                  "accuracy: a depth is safe while a bin loses at most this many points of "
+                  "accuracy against none (0 < X <= 100)")
+      ->capture_default_str();
   cmd->add_option("--min-bin-samples", o->c.min_bin_samples,
-                  "answers: bins with fewer samples are dropped")
+                  "answers, accuracy: bins with fewer samples are dropped")
       ->capture_default_str();
   cmd->add_option("--bin", o->c.bin_pct,
                   "ratio bin width in percent (default 5 for kv_similarity, 10 for answers)");
@@ -73,7 +79,9 @@ Runner AddCalibrate(CLI::App& app) {
   cmd->add_option("--batch", o->c.batch, "answers: requests stepping together")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  cmd->add_option("--out", o->out, "where to save the table (default: MODEL.gguf.depth.json)");
+  cmd->add_option("--out", o->out,
+                  "where to save the table (default: MODEL.gguf.depth.json, the safe profile; "
+                  "MODEL.gguf.depth.fast.json for --criterion accuracy, the fast profile)");
   cmd->add_option("--svg", o->svg, "also draw the per-bin curves as an SVG here");
   AddThreadsFlag(cmd, &o->threads);
   return [=]() {
@@ -109,7 +117,10 @@ Runner AddCalibrate(CLI::App& app) {
                    report.skipped_too_long, lm->model().config().context_length,
                    report.skipped_no_prefix);
     }
-    const std::string out = o->out.empty() ? lm->depth_table_path() : o->out;
+    const bool fast = report.options.criterion == engine::DepthCriterion::kAccuracy;
+    const std::string out = !o->out.empty() ? o->out
+                            : fast          ? engine::DepthTable::PathForModel(lm->path(), "fast")
+                                            : engine::DepthTable::PathForModel(lm->path());
     report.table.Save(out);
     if (!o->svg.empty()) {
       harness::WriteCalibrationSvg(

@@ -78,7 +78,7 @@ Runner AddEval(CLI::App& app) {
     const std::vector<harness::SuiteSample> suite = harness::LoadSuite(o->suite);
     const std::vector<const harness::SuiteSample*> selected =
         harness::SelectSamples(suite, o->limit, eval.families);
-    auto lm = engine::LoadedModel::Load(o->model);
+    auto lm = LoadModelWithProfile(o->model, o->s.depth_profile);
     ApplyModelThreads(o->threads, lm->model().config());
     UseModelBlock(lm->model().config(), o->s.block_length, &eval.base.sampler);
     const bool tty = isatty(2);

@@ -91,7 +91,7 @@ Runner AddGenerate(CLI::App& app) {
     req.sampler = o->s.Sampler();
     req.cache = o->s.Cache();
     req.refresh_interval = o->s.refresh;
-    auto lm = engine::LoadedModel::Load(o->model);
+    auto lm = LoadModelWithProfile(o->model, o->s.depth_profile);
     ApplyModelThreads(o->threads, lm->model().config());
     UseModelBlock(lm->model().config(), o->s.block_length, &req.sampler);
     engine::Prompt prompt;

@@ -146,6 +146,7 @@ Runner AddServe(CLI::App& app) {
   cmd->add_option("--model-id", o->s.model_id,
                   "model id reported by /v1/models (default: file name)");
   cmd->add_option("--cache", o->cache, "default cache mode for requests without a 'cache' field");
+  AddDepthProfileFlag(cmd, &o->s.depth_profile);
   cmd->add_option(
          "--refresh", o->s.limits.default_refresh,
          "bicache: default refresh interval R for requests without a 'refresh' field (0 = off)")
@@ -183,8 +184,10 @@ Runner AddServe(CLI::App& app) {
     o->s.threads =
         o->threads;  // the scheduler's worker thread applies it (OpenMP settings are per thread)
     o->s.limits.default_cache = engine::ParseCacheMode(o->cache);
+    engine::CheckDepthProfile(o->s.model_path, o->s.depth_profile);
     if (o->s.limits.default_cache.prefix == engine::PrefixReuse::kBicache) {
-      const std::string table = engine::DepthTable::PathForModel(o->s.model_path);
+      const std::string table =
+          engine::DepthTable::PathForModel(o->s.model_path, o->s.depth_profile);
       std::error_code ec;
       if (!std::filesystem::exists(table, ec)) WarnNoDepthTable(table);
     }

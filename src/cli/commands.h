@@ -2,11 +2,13 @@
 // registers its flags on the shared CLI11 app; the returned callback runs it.
 #pragma once
 
+#include "engine/loaded_model.h"
 #include "model/config.h"
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,12 @@ std::vector<CommandFactory> RegisteredCommands();
 std::string DefaultModelPath();
 // Adds `-m/--model FILE` (default: the embedded model) to a subcommand.
 void AddModelFlag(CLI::App* cmd, std::string* path);
+// Adds `--depth-profile safe|fast|FILE` (default safe): which depth table bicache serves with.
+void AddDepthProfileFlag(CLI::App* cmd, std::string* profile);
+// Checks the profile against the model file (engine::CheckDepthProfile), then loads the model and
+// sets the profile on it: every front end that serves bicache starts here.
+std::unique_ptr<engine::LoadedModel> LoadModelWithProfile(const std::string& path,
+                                                          const std::string& profile);
 // Adds `--suite FILE|NAME` (default: the held-out suite): a JSONL path, or a committed split's
 // name (heldout, heldout-large, calibration; harness::ResolveSuitePath), stored as its path.
 // `what`: the kind of file, shown in --help.

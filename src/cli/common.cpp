@@ -91,6 +91,21 @@ void AddModelFlag(CLI::App* cmd, std::string* path) {
   cmd->add_option("-m,--model", *path, "GGUF model file (default: the embedded tiny model)");
 }
 
+void AddDepthProfileFlag(CLI::App* cmd, std::string* profile) {
+  cmd->add_option("--depth-profile", *profile,
+                  "the bicache depth table: safe (answers as without the cache, MODEL.depth.json), "
+                  "fast (accuracy within 1 point, MODEL.depth.fast.json) or a table file")
+      ->capture_default_str();
+}
+
+std::unique_ptr<engine::LoadedModel> LoadModelWithProfile(const std::string& path,
+                                                          const std::string& profile) {
+  engine::CheckDepthProfile(path, profile);
+  auto lm = engine::LoadedModel::Load(path);
+  lm->SetDepthProfile(profile);
+  return lm;
+}
+
 void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what) {
   *path = harness::DefaultSuitePath();
   cmd->add_option("--suite", *path,

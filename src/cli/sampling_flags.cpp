@@ -49,6 +49,7 @@ void SamplingFlags::Register(CLI::App* cmd) {
   AddRefreshFlag(cmd, &refresh,
                  "bicache/fixed:B: compute the prefix past the reused depth every R steps only, "
                  "reusing its K/V in between (0 = every step)");
+  AddDepthProfileFlag(cmd, &depth_profile);
   AddCacheBudgetFlag(cmd, &cache_budget_mb, "prefix cache budget (default: 25% of free memory)");
   cmd->add_option("--audit-rate", audit_rate,
                   "recompute this fraction of prefix-reusing requests without cache and log the "

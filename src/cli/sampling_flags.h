@@ -46,6 +46,7 @@ struct SamplingFlags {
   int top_k = 0;
   uint64_t seed = 0;
   std::string cache = "none";
+  std::string depth_profile = "safe";  // --depth-profile
   int refresh = engine::kDefaultRefreshInterval;
   double cache_budget_mb = 0;
   double audit_rate = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -25,18 +26,28 @@ nlohmann::json CalibrationBinJson(const CalibrationBin& b) {
     bin["agreement"] = b.agreement;
     bin["accuracy"] = b.accuracy;
   }
+  if (!b.accuracy_low.empty()) bin["accuracy_low"] = b.accuracy_low;
   return bin;
 }
 
 const char* DepthCriterionName(DepthCriterion c) {
-  return c == DepthCriterion::kAnswers ? "answers" : "kv_similarity";
+  switch (c) {
+    case DepthCriterion::kAnswers:
+      return "answers";
+    case DepthCriterion::kAccuracy:
+      return "accuracy";
+    case DepthCriterion::kKvSimilarity:
+      break;
+  }
+  return "kv_similarity";
 }
 
 DepthCriterion ParseDepthCriterion(std::string_view text) {
   if (text == "kv_similarity") return DepthCriterion::kKvSimilarity;
   if (text == "answers") return DepthCriterion::kAnswers;
-  throw Error(ErrorKind::kInvalidArgument,
-              "unknown depth criterion '" + std::string(text) + "' (kv_similarity or answers)");
+  if (text == "accuracy") return DepthCriterion::kAccuracy;
+  throw Error(ErrorKind::kInvalidArgument, "unknown depth criterion '" + std::string(text) +
+                                               "' (kv_similarity, answers or accuracy)");
 }
 
 int DepthTable::AnswerBinDepth(const CalibrationBin& bin, double min_agreement, int n_layer) {
@@ -50,9 +61,27 @@ int DepthTable::AnswerBinDepth(const CalibrationBin& bin, double min_agreement, 
   return d;
 }
 
+int DepthTable::AccuracyBinDepth(const CalibrationBin& bin, double max_drop, int n_layer) {
+  const int top = std::min<int>(n_layer, static_cast<int>(bin.accuracy.size()) - 1);
+  if (top < 1 || bin.accuracy_low.size() != bin.accuracy.size()) return 0;
+  const double drop = max_drop / 100, eps = 1e-12;
+  int d = 0;
+  while (d < top && bin.accuracy[d + 1] >= bin.accuracy[0] - drop - eps &&
+         bin.accuracy_low[d + 1] >= -2 * drop - eps)
+    ++d;
+  return d;
+}
+
 int DepthTable::DepthOfBin(const CalibrationBin& bin) const {
-  return criterion_ == DepthCriterion::kAnswers ? AnswerBinDepth(bin, threshold_, n_layer_)
-                                                : BinDepth(bin.similarity, threshold_, n_layer_);
+  switch (criterion_) {
+    case DepthCriterion::kAnswers:
+      return AnswerBinDepth(bin, threshold_, n_layer_);
+    case DepthCriterion::kAccuracy:
+      return AccuracyBinDepth(bin, threshold_, n_layer_);
+    case DepthCriterion::kKvSimilarity:
+      break;
+  }
+  return BinDepth(bin.similarity, threshold_, n_layer_);
 }
 
 DepthTable DepthTable::FromBinDepths(std::vector<CalibrationBin> bins, std::vector<int> depth,
@@ -95,13 +124,15 @@ DepthTable DepthTable::FromBins(std::vector<CalibrationBin> bins, double thresho
 }
 
 DepthTable DepthTable::FromAnswerBins(std::vector<CalibrationBin> bins, double min_agreement,
-                                      int n_layer, int min_samples) {
+                                      int n_layer, int min_samples, DepthCriterion criterion) {
   SortAndDrop(bins, std::max(1, min_samples));
   std::vector<int> depth(bins.size());
-  for (size_t i = 0; i < bins.size(); ++i)
-    depth[i] = AnswerBinDepth(bins[i], min_agreement, n_layer);
-  return FromBinDepths(std::move(bins), std::move(depth), min_agreement, n_layer,
-                       DepthCriterion::kAnswers);
+  for (size_t i = 0; i < bins.size(); ++i) {
+    depth[i] = criterion == DepthCriterion::kAccuracy
+                   ? AccuracyBinDepth(bins[i], min_agreement, n_layer)
+                   : AnswerBinDepth(bins[i], min_agreement, n_layer);
+  }
+  return FromBinDepths(std::move(bins), std::move(depth), min_agreement, n_layer, criterion);
 }
 
 int DepthTable::Lookup(double ratio) const {
@@ -114,8 +145,10 @@ int DepthTable::Lookup(double ratio) const {
   return depth;
 }
 
-std::string DepthTable::PathForModel(const std::string& model_path) {
-  return model_path + ".depth.json";
+std::string DepthTable::PathForModel(const std::string& model_path, const std::string& profile) {
+  if (profile.empty() || profile == "safe") return model_path + ".depth.json";
+  if (profile == "fast") return model_path + ".depth.fast.json";
+  return profile;
 }
 
 nlohmann::json CalibrationSettingsJson(const CalibrationSettings& s) {
@@ -142,6 +175,8 @@ void DepthTable::Save(const std::string& path) const {
   j["criterion"] = DepthCriterionName(criterion_);
   j["threshold"] = threshold_;
   j["n_layer"] = n_layer_;
+  if (d_model_ > 0) j["d_model"] = d_model_;
+  if (n_vocab_ > 0) j["n_vocab"] = n_vocab_;
   if (calibrated_with_) j["calibrated_with"] = CalibrationSettingsJson(*calibrated_with_);
   j["points"] = nlohmann::json::array();
   for (const auto& p : points_)
@@ -164,6 +199,8 @@ DepthTable DepthTable::Load(const std::string& path) {
     t.criterion_ = ParseDepthCriterion(j.value("criterion", "kv_similarity"));
     t.threshold_ = j.at("threshold").get<double>();
     t.n_layer_ = j.at("n_layer").get<int>();
+    t.d_model_ = j.value("d_model", 0);
+    t.n_vocab_ = j.value("n_vocab", 0);
     int last_ratio = -1, last_depth = 0;
     for (const auto& p : j.at("points")) {
       DepthPoint dp{p.at("ratio_pct").get<int>(), p.at("depth").get<int>()};
@@ -188,17 +225,34 @@ DepthTable DepthTable::Load(const std::string& path) {
     }
     using Doubles = std::vector<double>;
     for (const auto& b : j.value("bins", nlohmann::json::array())) {
-      CalibrationBin bin{b.at("ratio_pct").get<int>(), b.at("samples").get<int>(),
+      CalibrationBin bin{b.at("ratio_pct").get<int>(),     b.at("samples").get<int>(),
                          b.value("similarity", Doubles{}), b.value("agreement", Doubles{}),
-                         b.value("accuracy", Doubles{})};
+                         b.value("accuracy", Doubles{}),   b.value("accuracy_low", Doubles{})};
       if (bin.agreement.size() != bin.accuracy.size())
         throw std::runtime_error("a bin's agreement and accuracy differ in length");
+      if (!bin.accuracy_low.empty() && bin.accuracy_low.size() != bin.accuracy.size())
+        throw std::runtime_error("a bin's accuracy_low and accuracy differ in length");
       t.bins_.push_back(std::move(bin));
     }
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kFormat, "depth table '" + path + "' is malformed: " + e.what());
   }
   return t;
+}
+
+void CheckDepthProfile(const std::string& model_path, const std::string& profile) {
+  if (profile.empty() || profile == "safe") return;
+  std::error_code ec;
+  const std::string path = DepthTable::PathForModel(model_path, profile);
+  if (std::filesystem::is_regular_file(path, ec)) return;
+  if (profile == "fast") {
+    throw Error(ErrorKind::kInvalidArgument,
+                "--depth-profile fast: this model has no fast table (" + path +
+                    "); `bicache calibrate --criterion accuracy` measures one");
+  }
+  throw Error(ErrorKind::kInvalidArgument, "--depth-profile '" + profile +
+                                               "': neither a profile (safe, fast) nor a depth "
+                                               "table file");
 }
 
 std::string CalibrationMismatch(const DepthTable& table, const diffusion::SamplerConfig& sampler,

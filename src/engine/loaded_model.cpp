@@ -42,16 +42,25 @@ tokenizer::ChatFormat LoadedModel::chat_format() const {
   return *chat_;
 }
 
+void CheckTableForModel(const DepthTable& t, const model::ModelConfig& c, const std::string& path) {
+  auto differs = [&](const char* what, int table, int model) {
+    if (table <= 0 || table == model) return;
+    throw Error(ErrorKind::kFormat, "depth table '" + path +
+                                        "' is for another model: it was made for " +
+                                        std::to_string(table) + " " + what + ", this model has " +
+                                        std::to_string(model));
+  };
+  differs("layers", t.n_layer(), c.n_layer);
+  differs("model width (d_model)", t.d_model(), c.d_model);
+  differs("vocabulary entries", t.n_vocab(), c.n_vocab);
+}
+
 DepthTable LoadedModel::LoadDepthTable() const {
   const std::string p = depth_table_path();
   std::error_code ec;
   if (!std::filesystem::exists(p, ec)) return DepthTable();
   DepthTable t = DepthTable::Load(p);
-  if (t.n_layer() != model_->config().n_layer) {
-    throw Error(ErrorKind::kFormat, "depth table '" + p + "' was made for " +
-                                        std::to_string(t.n_layer()) + " layers, the model has " +
-                                        std::to_string(model_->config().n_layer));
-  }
+  CheckTableForModel(t, model_->config(), p);
   return t;
 }
 

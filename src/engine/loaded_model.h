@@ -20,6 +20,12 @@ struct Prompt {
   int prefix_len = -1;  // -1 = not declared (automatic), else tokens [0, prefix_len) are shared
 };
 
+// Throws Error(kFormat) naming `path` when `table` was measured on another model (its layers,
+// width or vocabulary differ from `config`'s; a table that does not record one is not judged by
+// it).
+void CheckTableForModel(const DepthTable& table, const model::ModelConfig& config,
+                        const std::string& path);
+
 class LoadedModel {
  public:
   // Throws bicache::Error naming the file and the problem.
@@ -32,9 +38,14 @@ class LoadedModel {
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   // The chat format; throws Error(kUnsupported) naming the problem if the template is unknown.
   tokenizer::ChatFormat chat_format() const;
-  // The depth table next to the model file, or an empty table if there is none.
+  // The depth table of the profile (SetDepthProfile; default safe: the one next to the model
+  // file), or an empty table if the safe profile's file is not there. Throws Error(kFormat) for a
+  // table of another model (layers, width or vocabulary differ).
   DepthTable LoadDepthTable() const;
-  std::string depth_table_path() const { return DepthTable::PathForModel(path_); }
+  std::string depth_table_path() const { return DepthTable::PathForModel(path_, profile_); }
+  // --depth-profile: "safe", "fast" or a table file (engine::CheckDepthProfile checks it first).
+  void SetDepthProfile(std::string profile) { profile_ = std::move(profile); }
+  const std::string& depth_profile() const { return profile_; }
 
   // Chat messages -> prompt; the prefix is everything before the last user turn.
   Prompt ChatPrompt(const std::vector<tokenizer::ChatMessage>& messages) const;
@@ -45,6 +56,7 @@ class LoadedModel {
 
  private:
   std::string path_;
+  std::string profile_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::optional<tokenizer::ChatFormat> chat_;

@@ -37,15 +37,15 @@ GemmReference MeasureGemmReference(const BenchReport& report,
   return g;
 }
 
-// One mode per --depth-tables table, after the --modes ones; a table for another layer count or
+// One mode per --depth-tables table, after the --modes ones; a table for another model or
 // whose name repeats an earlier mode's is refused before anything runs.
-void AddTableModes(BenchReport& report, const BenchOptions& options, int n_layer) {
+void AddTableModes(BenchReport& report, const BenchOptions& options,
+                   const model::ModelConfig& config) {
   for (const BenchDepthTable& t : options.depth_tables) {
-    if (t.table.n_layer() != n_layer) {
-      throw Error(ErrorKind::kInvalidArgument, "--depth-tables: '" + t.path + "' was made for " +
-                                                   std::to_string(t.table.n_layer()) +
-                                                   " layers, the model has " +
-                                                   std::to_string(n_layer));
+    try {
+      engine::CheckTableForModel(t.table, config, t.path);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("--depth-tables: ") + e.what());
     }
     auto taken = [&](const std::string& name) {
       return std::any_of(report.modes.begin(), report.modes.end(),
@@ -73,7 +73,9 @@ void AddTableModes(BenchReport& report, const BenchOptions& options, int n_layer
 std::string DepthTableModeName(const engine::DepthTable& table) {
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%.6g", table.threshold());
-  const char* criterion = table.criterion() == engine::DepthCriterion::kAnswers ? "answers" : "kv";
+  const char* criterion = table.criterion() == engine::DepthCriterion::kKvSimilarity
+                              ? "kv"
+                              : engine::DepthCriterionName(table.criterion());
   return std::string("bicache[") + criterion + " " + threshold + "]";
 }
 
@@ -107,7 +109,7 @@ BenchReport RunBench(BenchOptions options, const engine::LoadedModel& lm) {
     m.name = mode.ToString();
     report.modes.push_back(std::move(m));
   }
-  AddTableModes(report, options, cfg.n_layer);
+  AddTableModes(report, options, cfg);
   std::vector<std::unique_ptr<engine::Engine>> engines;
   for (const BenchMode& m : report.modes) {
     engine::EngineOptions own = eo;

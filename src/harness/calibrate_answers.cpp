@@ -4,6 +4,7 @@
 
 #include "harness/calibrate.h"
 #include "harness/eval.h"
+#include "harness/paired_stats.h"
 #include "util/field_error.h"
 
 namespace bicache::harness {
@@ -23,11 +24,22 @@ EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample
   return RunEval(std::move(eo), lm, suite, samples);
 }
 
+// The criterion's depth of one bin so far.
+int BinDepthSoFar(const engine::CalibrationBin& b, const AnswerCalibrationOptions& o, int L) {
+  return o.criterion == engine::DepthCriterion::kAccuracy
+             ? engine::DepthTable::AccuracyBinDepth(b, o.max_drop, L)
+             : engine::DepthTable::AnswerBinDepth(b, o.min_agreement, L);
+}
+
 }  // namespace
 
 void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& o) {
   if (!(o.min_agreement > 0 && o.min_agreement <= 1))
     throw FieldError(ErrorKind::kInvalidArgument, "{min_agreement} must be in (0, 1]");
+  if (!(o.max_drop > 0 && o.max_drop <= 100))
+    throw FieldError(ErrorKind::kInvalidArgument, "{max_drop} must be in (0, 100] points");
+  if (o.criterion == engine::DepthCriterion::kKvSimilarity)
+    throw FieldError(ErrorKind::kInvalidArgument, "{criterion} must be answers or accuracy here");
   CheckRatioBinPct(o.bin_pct);
   if (o.min_bin_samples < 1)
     throw FieldError(ErrorKind::kInvalidArgument, "{min_bin_samples} must be >= 1");
@@ -66,6 +78,7 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     double right = 0;
     for (size_t i : members[pct]) right += none.outcomes[i].correct ? 1.0 : 0.0;
     b.accuracy = {right / b.samples};
+    if (o.criterion == engine::DepthCriterion::kAccuracy) b.accuracy_low = {0.0};
   }
 
   // Depth d runs only the bins whose depths 1..d-1 all held (a bin's depth is the leading run of
@@ -75,7 +88,7 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     std::vector<std::pair<int, size_t>> where;  // (bin, index into kept) per run entry
     for (auto& [pct, b] : bins) {
       if (b.samples < o.min_bin_samples) continue;
-      if (engine::DepthTable::AnswerBinDepth(b, o.min_agreement, L) != d - 1) continue;
+      if (BinDepthSoFar(b, o, L) != d - 1) continue;
       for (size_t i : members[pct]) {
         run.push_back(kept[i]);
         where.emplace_back(pct, i);
@@ -85,22 +98,30 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     const EvalReport r = RunDepth(lm, suite, run, d, o);
     out.runs += run.size();
     std::map<int, std::pair<double, double>> tally;  // bin -> (agreeing, right)
+    std::map<int, PairedCounts> pairs;               // bin -> none (A) against depth d (B)
     for (size_t k = 0; k < run.size(); ++k) {
       auto& [agree, right] = tally[where[k].first];
       agree += r.outcomes[k].r.answer == ref[where[k].second] ? 1.0 : 0.0;
       right += r.outcomes[k].correct ? 1.0 : 0.0;
+      const bool a = none.outcomes[where[k].second].correct, b = r.outcomes[k].correct;
+      PairedCounts& c = pairs[where[k].first];
+      (a ? (b ? c.both : c.a_only) : (b ? c.b_only : c.neither))++;
     }
     for (auto& [pct, t] : tally) {
       engine::CalibrationBin& b = bins[pct];
       b.agreement.push_back(t.first / b.samples);
       b.accuracy.push_back(t.second / b.samples);
+      if (o.criterion == engine::DepthCriterion::kAccuracy)
+        b.accuracy_low.push_back(NewcombePairedInterval(pairs[pct]).lo);
     }
   }
 
   std::vector<engine::CalibrationBin> list;
   for (auto& [pct, b] : bins) list.push_back(std::move(b));
-  out.table =
-      engine::DepthTable::FromAnswerBins(std::move(list), o.min_agreement, L, o.min_bin_samples);
+  out.table = engine::DepthTable::FromAnswerBins(
+      std::move(list),
+      o.criterion == engine::DepthCriterion::kAccuracy ? o.max_drop : o.min_agreement, L,
+      o.min_bin_samples, o.criterion);
   return out;
 }
 

@@ -21,11 +21,16 @@ namespace bicache::harness {
 
 struct AnswerCalibrationOptions {
   engine::RequestOptions base;  // sampler settings (gen_length, steps, ...); cache is ignored
-  double min_agreement = 0.98;  // a depth is safe while agreement with none stays >= this
-  int bin_pct = 10;             // ratio bins of integer percent
-  int min_bin_samples = 20;     // bins with fewer samples are dropped (see FromAnswerBins)
-  int batch = 8;                // requests stepping together (answers do not depend on it)
-  double cache_budget_mb = 0;   // 0 = the engine's default
+  // kAnswers: a depth is safe while agreement with none stays >= min_agreement; kAccuracy (the
+  // BiCache paper's criterion): while accuracy loses at most max_drop points against none and the
+  // paired 95% interval's lower end stays >= -2 x max_drop points.
+  engine::DepthCriterion criterion = engine::DepthCriterion::kAnswers;
+  double min_agreement = 0.98;
+  double max_drop = 1.0;
+  int bin_pct = 10;            // ratio bins of integer percent
+  int min_bin_samples = 20;    // bins with fewer samples are dropped (see FromAnswerBins)
+  int batch = 8;               // requests stepping together (answers do not depend on it)
+  double cache_budget_mb = 0;  // 0 = the engine's default
   // After each request: (depth being run, requests done at that depth, requests per depth).
   std::function<void(int, size_t, size_t)> progress;
 };
@@ -36,7 +41,8 @@ struct AnswerCalibration {
   size_t runs = 0;           // requests generated, all depths
 };
 
-// Throws FieldError(kInvalidArgument) naming {min_agreement}, {bin}, {min_bin_samples} or {batch}
+// Throws FieldError(kInvalidArgument) naming {min_agreement}, {max_drop}, {bin}, {min_bin_samples}
+// or {batch}
 // when out of range (CalibrateByAnswers checks too; RunCalibrate calls it before selecting).
 void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& options);
 

@@ -79,7 +79,9 @@ CalibrateReport RunAnswers(const engine::LoadedModel& lm, const std::vector<Suit
   const CalibrateOptions& o = out.options;
   AnswerCalibrationOptions a;
   a.base = o.base;
+  a.criterion = o.criterion;
   a.min_agreement = o.min_agreement;
+  a.max_drop = o.max_drop;
   a.bin_pct = o.bin_pct;
   a.min_bin_samples = o.min_bin_samples;
   a.batch = o.batch;
@@ -103,7 +105,7 @@ CalibrateReport RunCalibrate(const engine::LoadedModel& lm, const std::vector<Su
                              const std::vector<const SuiteSample*>& selected,
                              CalibrateOptions options) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool answers = options.criterion == engine::DepthCriterion::kAnswers;
+  const bool answers = options.criterion != engine::DepthCriterion::kKvSimilarity;
   if (options.bin_pct == 0) options.bin_pct = answers ? 10 : 5;
   CheckCommon(options);
   CalibrateReport out;
@@ -119,6 +121,7 @@ CalibrateReport RunCalibrate(const engine::LoadedModel& lm, const std::vector<Su
     cs.refresh = o.base.refresh_interval;
   }
   out.table.set_calibrated_with(std::move(cs));
+  out.table.set_model_shape(lm.model().config().d_model, lm.model().config().n_vocab);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

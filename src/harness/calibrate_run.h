@@ -19,6 +19,7 @@ struct CalibrateOptions {
   engine::DepthCriterion criterion = engine::DepthCriterion::kKvSimilarity;
   double threshold = 0.97;      // kv_similarity: minimum mean similarity of every reused layer
   double min_agreement = 0.98;  // answers: minimum agreement with none at every depth up to d
+  double max_drop = 1.0;        // accuracy: most points lost against none at every depth up to d
   int bin_pct = 0;              // ratio bin width in percent (0 = 5 for kv, 10 for answers)
   int min_bin_samples = 20;     // answers: smaller bins are dropped
   int batch = 8;                // answers: requests stepping together

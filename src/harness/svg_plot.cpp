@@ -70,18 +70,20 @@ struct Panel {
 };
 
 // The series a table's bins carry: K/V similarity by layer (criterion kv_similarity) or agreement
-// with `none` by reuse depth 0..n_layer (criterion answers).
+// with `none` by reuse depth 0..n_layer (criteria answers and accuracy).
 const std::vector<double>& Curve(const engine::DepthTable& table, const engine::CalibrationBin& b) {
-  return table.criterion() == engine::DepthCriterion::kAnswers ? b.agreement : b.similarity;
+  return table.criterion() == engine::DepthCriterion::kKvSimilarity ? b.similarity : b.agreement;
 }
 
 // One panel of calibration curves (one line per ratio bin, blue = short prefix, red = long) and
 // the table's threshold, in a 380 x 320 box at (x0, y0).
 void DrawCalibration(std::ostream& o, double x0, double y0, const engine::DepthTable& table) {
-  const bool answers = table.criterion() == engine::DepthCriterion::kAnswers;
+  const bool answers = table.criterion() != engine::DepthCriterion::kKvSimilarity;
+  // An accuracy table's threshold is in points of accuracy, not on this axis: no threshold line.
+  const bool line = table.criterion() != engine::DepthCriterion::kAccuracy;
   const auto& bins = table.bins();
   int points = answers ? table.n_layer() + 1 : table.n_layer();
-  double ymin = table.threshold();
+  double ymin = line ? table.threshold() : 1.0;
   for (const auto& bin : bins) {
     points = std::max(points, static_cast<int>(Curve(table, bin).size()));
     for (double v : Curve(table, bin)) ymin = std::min(ymin, v);
@@ -116,6 +118,7 @@ void DrawCalibration(std::ostream& o, double x0, double y0, const engine::DepthT
         << "' font-size='10' fill='" << colour << "'>r=" << bins[i].ratio_pct << "%</text>\n";
     }
   }
+  if (!line) return;
   o << "<line x1='" << b.x0 << "' y1='" << b.Y(table.threshold()) << "' x2='" << b.x0 + b.w
     << "' y2='" << b.Y(table.threshold()) << "' stroke='black' stroke-dasharray='6,4'/>\n"
     << "<text x='" << b.x0 + 6 << "' y='" << b.Y(table.threshold()) - 5

@@ -154,6 +154,7 @@ void Server::StartLoading() {
 void Server::Load() {
   try {
     lm_ = engine::LoadedModel::Load(options_.model_path, options_.open);
+    lm_->SetDepthProfile(options_.depth_profile);
     engine_ = engine::MakeEngine(*lm_, {options_.cache_budget_mb, 0});
     scheduler_ = std::make_unique<engine::Scheduler>(
         *engine_, engine::SchedulerOptions{

@@ -32,9 +32,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0 = any free port
   std::string model_path;
-  std::string model_id;      // /v1/models id; default: the file name without .gguf
-  std::string api_key;       // "" = no authentication
-  format::OpenOptions open;  // --no-mmap, --mlock
+  std::string model_id;                // /v1/models id; default: the file name without .gguf
+  std::string api_key;                 // "" = no authentication
+  format::OpenOptions open;            // --no-mmap, --mlock
+  std::string depth_profile = "safe";  // --depth-profile (engine::CheckDepthProfile'd by the CLI)
   ServerLimits limits;
   int max_queue = 64;
   int max_running = 8;

@@ -152,4 +152,14 @@ else
   echo "FAIL no depth-table warning:"; cat "$TMP/err"; fail=1
 fi
 
+# --depth-profile: an unknown name, a fast profile the model has no table for, a table of another
+# model: one clear error each, before any work.
+expect "unknown depth profile" 2 "--depth-profile 'fastest': neither a profile (safe, fast) nor a depth table file" -- \
+  -p hi --gen-length 4 --cache bicache --depth-profile fastest
+expect "no fast table" 2 "--depth-profile fast: this model has no fast table" -- \
+  -p hi --gen-length 4 --cache bicache --depth-profile fast
+printf '{"format": "bicache-depth-table/1", "threshold": 0.98, "n_layer": 5, "points": []}' >"$TMP/other.json"
+expect "a table of another model" 2 "is for another model: it was made for 5 layers" -- \
+  -p hi --gen-length 4 --cache bicache --depth-profile "$TMP/other.json"
+
 exit $fail
