@@ -17,6 +17,7 @@ void ChatFormat(Input in) {
   const std::string_view all(reinterpret_cast<const char*>(in.data()), in.size());
   try {
     tokenizer::DetectChatFormat(all);
+    tokenizer::DetectChatFormat(all, "sdar");
   } catch (const Error& e) {
     BICACHE_FUZZ_CHECK(e.kind() == ErrorKind::kUnsupported,
                        "DetectChatFormat threw the wrong kind");
@@ -35,7 +36,8 @@ void ChatFormat(Input in) {
   }
 
   for (auto format : {tokenizer::ChatFormat::kTiny, tokenizer::ChatFormat::kLlada,
-                      tokenizer::ChatFormat::kDream}) {
+                      tokenizer::ChatFormat::kDream, tokenizer::ChatFormat::kQwen25,
+                      tokenizer::ChatFormat::kQwen3, tokenizer::ChatFormat::kLing}) {
     try {
       const tokenizer::FormattedChat chat = tokenizer::FormatChat(format, messages);
       BICACHE_FUZZ_CHECK(chat.prefix_bytes <= chat.text.size(), "prefix_bytes past the text");

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "model/arch.h"
 #include "util/error.h"
 
 namespace bicache::engine {
@@ -21,7 +22,8 @@ std::unique_ptr<LoadedModel> LoadedModel::Load(const std::string& path,
                                        std::to_string(lm->model_->config().n_vocab));
   }
   try {
-    lm->chat_ = tokenizer::DetectChatFormat(lm->tokenizer_->chat_template());
+    lm->chat_ = tokenizer::DetectChatFormat(lm->tokenizer_->chat_template(),
+                                            model::ArchName(lm->model_->config().arch));
   } catch (const Error& e) {
     lm->chat_error_ = e.what();
   }

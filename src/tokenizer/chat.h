@@ -1,8 +1,10 @@
-// Chat prompt formatting for the three model families this engine runs.
+// Chat prompt formatting for the model families this engine runs (and LLaDA2.x, whose
+// architecture does not load yet).
 //
 // The format is detected from the GGUF chat template text by its marker tokens rather than by
 // running Jinja: the engine supports exactly these layouts, and an unrecognised template is an
-// error instead of a silently wrong prompt.
+// error instead of a silently wrong prompt. What each published template writes, and where it was
+// read, is in docs/model-formats.md ("Chat formats").
 //
 // FormattedChat::prefix_bytes is where the last user turn begins. Every turn boundary sits at a
 // special-token string, so encoding text[0, prefix_bytes) and the rest separately gives exactly
@@ -25,14 +27,22 @@ namespace bicache::tokenizer {
 enum class ChatFormat {
   kTiny,   // project's tiny model: <|bos|><|system|>\n...<|eot|><|user|>\n...<|eot|><|assistant|>\n
   kLlada,  // LLaDA-8B-Instruct: LLaMA-3 headers, <|startoftext|> BOS, content trimmed
-  kDream,  // Dream-v0-Instruct: Qwen2 ChatML with the default system prompt
+  kDream,  // ChatML, default system prompt "You are a helpful assistant." (Dream, Fast-dLLM v2)
+  kQwen25,  // ChatML, Qwen2.5's default system prompt ("You are Qwen, created by Alibaba Cloud.
+            // ...")
+  kQwen3,   // ChatML without a default system prompt, Qwen3's <think> handling (SDAR)
+  kLing,    // LLaDA2.x / Ling 2.0: <role>SYSTEM</role>...detailed thinking off<|role_end|>...
 };
 
+// The name printed and matched in tests: tiny, llada, dream, qwen2.5, qwen3, ling.
 const char* ChatFormatName(ChatFormat f);
 
-// Throws Error(kUnsupported, "unknown chat template ...") if the template is empty, matches
-// none of the formats, or matches more than one.
-ChatFormat DetectChatFormat(std::string_view chat_template);
+// The format of `chat_template` (tokenizer.chat_template). The template's markers decide; a ChatML
+// template that has neither a default system prompt nor <think> markup is decided by
+// `architecture` (general.architecture): `sdar` means Qwen3's layout. Throws
+// Error(kUnsupported, "unknown chat template ...") if the template is empty, matches none of the
+// formats, or matches more than one.
+ChatFormat DetectChatFormat(std::string_view chat_template, std::string_view architecture = {});
 
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant"

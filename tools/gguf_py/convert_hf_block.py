@@ -11,7 +11,8 @@ model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm 
 post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head (absent or
 tie_word_embeddings: tied). Safetensors F32 / F16 / BF16 are read with numpy alone.
 Tokenizer: tokenizer.json's byte-level BPE vocabulary and merges, its added tokens as control
-tokens, written with tokenizer.ggml.pre = qwen2; the chat template from tokenizer_config.json.
+tokens, written with tokenizer.ggml.pre = qwen2; the chat template from tokenizer_config.json,
+else chat_template.jinja.
 Every missing or inconsistent input is one error naming it (exit status 2).
 """
 from __future__ import annotations
@@ -170,12 +171,19 @@ def read_tokenizer(hf_dir: str, vocab: int, args, eos_id) -> dict:
         raise ConvertError(f"mask id {mask} is outside the vocabulary of {vocab}")
     tok = {"tokens": tokens, "token_type": types, "merges": merges, "pre": "qwen2",
            "mask": mask, "bos": None, "eos": eos_id, "eot": eos_id, "pad": eos_id}
+    tmpl = None
     tc = os.path.join(hf_dir, "tokenizer_config.json")
     if os.path.exists(tc):
         with open(tc) as f:
             tmpl = json.load(f).get("chat_template")
-        if isinstance(tmpl, str):
-            tok["chat_template"] = tmpl
+    # Newer transformers save the template beside the config instead (the Fast-dLLM v2 release
+    # has only chat_template.jinja).
+    jinja = os.path.join(hf_dir, "chat_template.jinja")
+    if not isinstance(tmpl, str) and os.path.exists(jinja):
+        with open(jinja, encoding="utf-8") as f:
+            tmpl = f.read()
+    if isinstance(tmpl, str):
+        tok["chat_template"] = tmpl
     return tok
 
 

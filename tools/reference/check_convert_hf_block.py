@@ -92,7 +92,22 @@ def make_hf_dir(d: str, arch: str, st_dtype: str):
                    "added_tokens": added}, f)
     write_safetensors(os.path.join(d, "model.safetensors"), hf_names(sd, arch, cfg["n_layer"]),
                       st_dtype)
+    # The releases keep the chat template in two places: SDAR in tokenizer_config.json,
+    # Fast-dLLM v2 in chat_template.jinja only.
+    if arch == "sdar":
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump({"chat_template": CHAT_TEMPLATES[arch]}, f)
+    else:
+        with open(os.path.join(d, "chat_template.jinja"), "w") as f:
+            f.write(CHAT_TEMPLATES[arch])
     return tok
+
+
+# Short stand-ins with each release's markers (docs/model-formats.md, "Chat formats").
+CHAT_TEMPLATES = {
+    "sdar": "{{- '<|im_start|>' + m.role + '\\n<think>\\n' }}",
+    "fast-dllm-v2": "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}",
+}
 
 
 def convert(hf: str, out: str, arch: str, dtype: str, extra=()) -> subprocess.CompletedProcess:
@@ -126,6 +141,7 @@ def main():
                     assert got.raw(name) == want.raw(name), (arch, dtype, name)
             assert got.kv["tokenizer.ggml.tokens"] == tok["tokens"]
             assert got.kv["tokenizer.ggml.mask_token_id"] == tok["mask"]
+            assert got.kv["tokenizer.chat_template"] == CHAT_TEMPLATES[arch], arch
             assert got.kv["diffusion.block_length"] == mbg.CFGS[arch]["block_length"]
             print(f"ok   {arch} {st_dtype} safetensors -> {dtype}: every tensor equals {fixture}'s")
             if dtype == "f32":
