@@ -40,6 +40,9 @@ IntIsa ActiveIntIsa();
 // Whether FewRowsForward takes W of this type with rows of `in` values (in a multiple of 256).
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool FewRowsSupports(format::TensorType type, size_t in);
+// Whether FewRowsForward quantizes the activations per 256 values for W of this type (the
+// K-quants: Q2_K .. Q6_K, whose integer sub-block scales then apply in int32) rather than per 32.
+bool FewRowsPer256(format::TensorType type);
 // Rows of activations one product takes at most (larger n: call it in slices).
 constexpr size_t kFewRowsMax = 64;
 
