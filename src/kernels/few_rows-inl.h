@@ -408,35 +408,30 @@ inline void ApplySuper(const SuperK& s, const QuantRows& x, size_t sb, float* ac
   }
 }
 
-// Output columns processed together, superblock by superblock, once the activations (n k bytes)
-// outgrow half of L1: each superblock's n x 256 bytes are then read by every column of the tile
-// while in L1. Below that one column at a time (interleaving the weight rows slowed 1-row
-// products by 2x: the weights stream from memory there).
-constexpr size_t kColumnTile = 4;
-constexpr size_t kTileAbove = 16 * 1024;
+// Output columns [o0, o1) of y for every row of x. The weights stream from memory (rows are
+// contiguous), but at a few rows each superblock keeps the core busy long enough for the hardware
+// prefetcher to fall behind: the superblocks kPrefetch bytes ahead are requested in software
+// (Q4_K at 8-16 rows: 1.2-1.4x faster).
+constexpr size_t kPrefetch = 1024;
 
-// Output columns [o0, o1) of y for every row of x.
 template <class T, class Unpacked>
 void ProductRange(const uint8_t* w, size_t row_bytes, size_t o0, size_t o1, const QuantRows& x,
                   size_t out, float* y) {
-  alignas(32) float acc[kColumnTile][kFewRowsMax * 8];
+  alignas(32) float acc[kFewRowsMax * 8];
   Unpacked s;
   const size_t n_super = x.k / 256;
-  const size_t tile = x.n * x.k > kTileAbove ? kColumnTile : 1;
-  for (size_t t0 = o0; t0 < o1; t0 += tile) {
-    const size_t nt = std::min(tile, o1 - t0);
-    for (size_t j = 0; j < nt; ++j) std::memset(acc[j], 0, x.n * 8 * sizeof(float));
+  for (size_t o = o0; o < o1; ++o) {
+    std::memset(acc, 0, x.n * 8 * sizeof(float));
+    const uint8_t* row = w + o * row_bytes;
     for (size_t sb = 0; sb < n_super; ++sb) {
-      for (size_t j = 0; j < nt; ++j) {
-        T::Decode(w + (t0 + j) * row_bytes + sb * T::kBytes, &s);
-        if constexpr (std::is_same_v<Unpacked, Super>) Prepare<T::kSigned>(&s);
-        ApplySuper<T>(s, x, sb, acc[j]);
-      }
+      const uint8_t* b = row + sb * T::kBytes;
+      for (size_t off = 0; off < T::kBytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetch + off), _MM_HINT_T0);
+      T::Decode(b, &s);
+      if constexpr (std::is_same_v<Unpacked, Super>) Prepare<T::kSigned>(&s);
+      ApplySuper<T>(s, x, sb, acc);
     }
-    for (size_t j = 0; j < nt; ++j) {
-      for (size_t r = 0; r < x.n; ++r)
-        y[r * out + t0 + j] = HorizontalSum(_mm256_load_ps(acc[j] + 8 * r));
-    }
+    for (size_t r = 0; r < x.n; ++r) y[r * out + o] = HorizontalSum(_mm256_load_ps(acc + 8 * r));
   }
 }
 
