@@ -1,7 +1,7 @@
 // The few-row kernels (few_rows.h) for one instruction set. Textually included by few_rows.cpp
 // twice, each time inside its own namespace under `#pragma GCC target`: once with
 // BICACHE_FEW_ROWS_VNNI 0 (AVX2) and once with 1 (AVX512-VNNI with AVX512VL: the same 256-bit
-// code with vpdpbusd for the integer dot products). The including file provides Half(const
+// code with vpdpbusd / vpdpwssd for the integer products). The including file provides Half(const
 // uint8_t*), kIq4Values and QuantRows.
 // NOLINT(build/header_guard)
 
