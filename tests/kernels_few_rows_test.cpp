@@ -5,6 +5,7 @@
 // can move it, Linear taking the route, the route table (kernels/linear_route.h) and bad inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -117,7 +118,9 @@ TEST(KernelsFewRows, EveryIsaMatchesTheTwin) {
     const auto w = RandomWeights(tc, out, in, 11);
     const size_t row_bytes = RowBytes(tc.type, in);
     for (size_t n : {1, 3, 8, 20}) {
-      const auto x = RandomRows(n, in, static_cast<uint32_t>(n + 100));
+      auto x = RandomRows(n, in, static_cast<uint32_t>(n + 100));
+      // A zero superblock of activations (scale 0, per 256 and per 32) in the last row.
+      std::fill(x.end() - 256, x.end(), 0.0f);
       std::vector<float> twin(n * out);
       ref::FewRowsProduct(tc.type, x.data(), n, in, w.data(), row_bytes, out, twin.data());
       for (IntIsa isa : isas) {
@@ -149,14 +152,15 @@ TEST(KernelsFewRows, TwinIsTheExactProductWithinActivationRounding) {
     const auto x = RandomRows(n, in, 6);
     std::vector<float> twin(n * out);
     ref::FewRowsProduct(tc.type, x.data(), n, in, w.data(), row_bytes, out, twin.data());
+    const size_t block = FewRowsPer256(tc.type) ? 256 : 32;  // the activations' scale block
     for (size_t r = 0; r < n; ++r) {
       for (size_t o = 0; o < out; ++o) {
         double exact = 0, rounding = 0;  // |x - dx q| <= amax / 254 per value
-        for (size_t kb = 0; kb < in / 32; ++kb) {
+        for (size_t kb = 0; kb < in / block; ++kb) {
           float amax = 0;
           double wsum = 0;
-          for (size_t j = 0; j < 32; ++j) {
-            const size_t i = kb * 32 + j;
+          for (size_t j = 0; j < block; ++j) {
+            const size_t i = kb * block + j;
             amax = std::fmax(amax, std::fabs(x[r * in + i]));
             wsum += std::fabs(wf[o * in + i]);
             exact += static_cast<double>(x[r * in + i]) * wf[o * in + i];

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -21,22 +22,17 @@
 namespace bicache::kernels {
 namespace {
 
-// Activations x: [n, k] quantized per 32 values (scale dx = absmax / 127, q = nearbyint(x * 127 /
-// absmax)): q [n, k]; per 32-value block dx [n, k/32] and px = dx * sum(q) [n, k/32]; per 16-value
-// sub-block dx16 (its block's scale) and px16 = dx * sum(q) [n, k/16], each superblock's 16 in
-// kLane16's order (the order the kernels' horizontal sums produce).
+// Activations x: [n, k] quantized to int8 q [n, k] (scale dx = absmax / 127, q = nearbyint(x *
+// 127 / absmax)), per 32 values for the 32-value block types and IQ4_XS, per 256 for the
+// K-quants (FewRowsPer256). Per 32: dx [n, k/32] and px = dx * sum(q) [n, k/32]. Per 256: dx
+// [n, k/256], px = dx * sum(q) per 32 values [n, k/32] and px16 the same per 16 [n, k/16].
 struct QuantRows {
   size_t n = 0, k = 0;
   const int8_t* q = nullptr;
   const float* dx = nullptr;
   const float* px = nullptr;
-  const float* dx16 = nullptr;
   const float* px16 = nullptr;
 };
-
-// Lane l of the two 8-lane vectors of sums of 16 holds sub-block kLane16[l] of the superblock.
-constexpr int kLane16[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
-constexpr int kLaneOf16[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
 
 }  // namespace
 
@@ -70,44 +66,63 @@ inline float MaxFloats(__m256 v) {
   return _mm_cvtss_f32(_mm_max_ss(t, _mm_movehdup_ps(t)));
 }
 
-// Row r of x into the QuantRows buffers (the same values for every ISA: AVX2 suffices here).
-void QuantizeRow(const float* x, size_t k, int8_t* q, float* dx, float* px, float* dx16,
-                 float* px16) {
+// 32 values of x (absmax amax > 0) -> q[0, 32) with scale amax / 127; *s0, *s1: the sums of
+// q[0, 16) and q[16, 32).
+inline void Quantize32(const float* x, float amax, int8_t* q, int32_t* s0, int32_t* s1) {
+  const __m256 inv = _mm256_set1_ps(127.0f / amax);
+  __m256i iv[4];
+  for (int i = 0; i < 4; ++i)
+    iv[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), inv));
+  const __m256i packed =
+      _mm256_packs_epi16(_mm256_packs_epi32(iv[0], iv[1]), _mm256_packs_epi32(iv[2], iv[3]));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(q),
+      _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  *s0 = SumInts(_mm256_add_epi32(iv[0], iv[1]));
+  *s1 = SumInts(_mm256_add_epi32(iv[2], iv[3]));
+}
+
+inline float AbsMax(const float* x, size_t len) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256 m = _mm256_setzero_ps();
+  for (size_t i = 0; i < len; i += 8)
+    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask));
+  return MaxFloats(m);
+}
+
+// Row r of x into the QuantRows buffers, per 32 (the same values for every ISA: AVX2 suffices).
+void QuantizeRow32(const float* x, size_t k, int8_t* q, float* dx, float* px) {
   for (size_t kb = 0; kb < k / 32; ++kb) {
-    __m256 v[4];
-    __m256 m = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(x + kb * 32 + 8 * i);
-      m = _mm256_max_ps(m, _mm256_and_ps(v[i], abs_mask));
-    }
-    const float amax = MaxFloats(m);
-    const size_t sb = kb / 8, j0 = 2 * (kb % 8);
-    float* d16 = dx16 + sb * 16;
-    float* p16 = px16 + sb * 16;
+    const float amax = AbsMax(x + kb * 32, 32);
     if (amax == 0.0f) {
       std::memset(q + kb * 32, 0, 32);
       dx[kb] = px[kb] = 0.0f;
-      d16[kLaneOf16[j0]] = d16[kLaneOf16[j0 + 1]] = 0.0f;
-      p16[kLaneOf16[j0]] = p16[kLaneOf16[j0 + 1]] = 0.0f;
       continue;
     }
-    const __m256 inv = _mm256_set1_ps(127.0f / amax);
-    __m256i iv[4];
-    for (int i = 0; i < 4; ++i) iv[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));
-    const __m256i packed =
-        _mm256_packs_epi16(_mm256_packs_epi32(iv[0], iv[1]), _mm256_packs_epi32(iv[2], iv[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + kb * 32),
-                        _mm256_permutevar8x32_epi32(packed, order));
-    const int32_t s0 = SumInts(_mm256_add_epi32(iv[0], iv[1]));
-    const int32_t s1 = SumInts(_mm256_add_epi32(iv[2], iv[3]));
+    int32_t s0, s1;
+    Quantize32(x + kb * 32, amax, q + kb * 32, &s0, &s1);
+    dx[kb] = amax / 127.0f;
+    px[kb] = dx[kb] * static_cast<float>(s0 + s1);
+  }
+}
+
+// The same per 256 (K-quants).
+void QuantizeRow256(const float* x, size_t k, int8_t* q, float* dx, float* px, float* px16) {
+  for (size_t sb = 0; sb < k / 256; ++sb) {
+    const float amax = AbsMax(x + sb * 256, 256);
     const float d = amax / 127.0f;
-    dx[kb] = d;
-    px[kb] = d * static_cast<float>(s0 + s1);
-    d16[kLaneOf16[j0]] = d16[kLaneOf16[j0 + 1]] = d;
-    p16[kLaneOf16[j0]] = d * static_cast<float>(s0);
-    p16[kLaneOf16[j0 + 1]] = d * static_cast<float>(s1);
+    dx[sb] = d;
+    for (size_t kb = 8 * sb; kb < 8 * sb + 8; ++kb) {
+      int32_t s0 = 0, s1 = 0;
+      if (amax == 0.0f) {
+        std::memset(q + kb * 32, 0, 32);
+      } else {
+        Quantize32(x + kb * 32, amax, q + kb * 32, &s0, &s1);
+      }
+      px[kb] = d * static_cast<float>(s0 + s1);
+      px16[2 * kb] = d * static_cast<float>(s0);
+      px16[2 * kb + 1] = d * static_cast<float>(s1);
+    }
   }
 }
 }  // namespace few_avx2
@@ -195,6 +210,12 @@ IntIsa ActiveIntIsa() {
   return isa;
 }
 
+bool FewRowsPer256(format::TensorType type) {
+  using TT = format::TensorType;
+  return type == TT::Q2_K || type == TT::Q3_K || type == TT::Q4_K || type == TT::Q5_K ||
+         type == TT::Q6_K;
+}
+
 bool FewRowsSupports(format::TensorType type, size_t in) {
   return in % 256 == 0 && in > 0 && few_avx2::RangeFor(type) != nullptr;
 }
@@ -221,21 +242,21 @@ void FewRowsForward(IntIsa isa, format::TensorType type, const float* x, size_t 
                     std::to_string(in) + " values");
   }
   if (n == 0 || out == 0) return;
+  const bool per256 = FewRowsPer256(type);
   thread_local std::vector<int8_t> qb;
-  thread_local std::vector<float> fb;  // dx, px [n, in/32], dx16, px16 [n, in/16]
+  thread_local std::vector<float> fb;  // dx [n, in/32 or in/256], px [n, in/32], px16 [n, in/16]
   int8_t* q = GrowTo(qb, n * in);
-  float* f = GrowTo(fb, n * in / 32 * 2 + n * in / 16 * 2);
+  float* f = GrowTo(fb, n * in / 32 * 2 + n * in / 16);
   float* dx = f;
   float* px = dx + n * in / 32;
-  float* dx16 = px + n * in / 32;
-  float* px16 = dx16 + n * in / 16;
+  float* px16 = px + n * in / 32;
+  const size_t dx_row = per256 ? in / 256 : in / 32;
   QuantRows xr;
   xr.n = n;
   xr.k = in;
   xr.q = q;
   xr.dx = dx;
   xr.px = px;
-  xr.dx16 = dx16;
   xr.px16 = px16;
   const auto range =
       isa == IntIsa::kAvx512Vnni ? few_vnni::RangeFor(type) : few_avx2::RangeFor(type);
@@ -245,8 +266,12 @@ void FewRowsForward(IntIsa isa, format::TensorType type, const float* x, size_t 
 #pragma omp for schedule(static)
     for (long r = 0; r < rows; ++r) {
       const size_t i = static_cast<size_t>(r);
-      few_avx2::QuantizeRow(x + i * in, in, q + i * in, dx + i * in / 32, px + i * in / 32,
-                            dx16 + i * in / 16, px16 + i * in / 16);
+      if (per256) {
+        few_avx2::QuantizeRow256(x + i * in, in, q + i * in, dx + i * dx_row, px + i * in / 32,
+                                 px16 + i * in / 16);
+      } else {
+        few_avx2::QuantizeRow32(x + i * in, in, q + i * in, dx + i * dx_row, px + i * in / 32);
+      }
     }
     // Contiguous ranges of output columns, one per thread: each streams its own weight rows.
     const size_t t = static_cast<size_t>(omp_get_thread_num()),

@@ -2,16 +2,22 @@
 // a handful of activation rows (the cached forwards of serving: 8-token blocks, a few requests).
 //
 // Each weight superblock (256 values: one K-quant block, or 8 blocks of a 32-value type) is read
-// once from the mapped file, unpacked in registers to small unsigned integers u with a float scale
-// A and offset B per sub-block of 16 or 32 values (w = A u - B), and applied to every activation
-// row before the next one is read; each OpenMP thread owns a contiguous range of output columns.
-// The activations are quantized once per product per 32 values to int8 (absmax / 127, the rule of
-// the Q8_0 route, int8_gemm.h), so each sub-block's dot product is exact in int32:
+// once from the mapped file (prefetched in software ahead of use), unpacked in registers to small
+// unsigned integers u, and applied to every activation row before the next one is read; each
+// OpenMP thread owns a contiguous range of output columns. The activations are quantized once per
+// product to int8 (absmax / 127): per 256 values for the K-quants (llama.cpp's Q8_K rule), per 32
+// for the other types (the Q8_0 route's rule, int8_gemm.h), so each sub-block's dot product is
+// exact in int32. Per sub-block of 16 or 32 values with w = A u - B:
 //   y += A dx sum(u q) - B dx sum(q)
-// (dx the activation block's scale). The integer dot products are vpdpbusd on AVX512-VNNI and
-// vpmaddubsw + vpmaddwd on AVX2; both on 256-bit vectors (Zen 4 runs 512-bit ones as two halves).
-// Types whose quants are signed (Q8_0, IQ4_NL, IQ4_XS) use u = w + 128 with VNNI and the sign
-// trick (|w| times x with w's sign) with AVX2. kernels/reference.h has the scalar twin.
+// (dx the activation block's scale; dx sum(q) is computed once per product). K-quants: A = d sc
+// with the integer sub-block scale sc applied in int32 (vpmaddubsw, then vpdpwssd on AVX512-VNNI
+// or vpmaddwd on AVX2, by a vector of scales), so a row's whole superblock adds up in 8 int32
+// lanes and costs one float multiply-add by d dx; lanes are summed once per output column. Other
+// types (a float scale per 32): vpdpbusd (AVX512-VNNI) or vpmaddubsw + vpmaddwd (AVX2), a
+// horizontal sum per block of 32, and a multiply-add by A dx. Both ISAs run 256-bit vectors (Zen 4
+// runs 512-bit ones as two halves). Types whose quants are signed (Q8_0, IQ4_NL, IQ4_XS) use u = w
+// + 128 with VNNI and the sign trick (|w| times x with w's sign) with AVX2. kernels/reference.h
+// has the scalar twin.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +46,9 @@ IntIsa ActiveIntIsa();
 // Whether FewRowsForward takes W of this type with rows of `in` values (in a multiple of 256).
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool FewRowsSupports(format::TensorType type, size_t in);
+// Whether FewRowsForward quantizes the activations per 256 values for W of this type (the
+// K-quants: Q2_K .. Q6_K, whose integer sub-block scales then apply in int32) rather than per 32.
+bool FewRowsPer256(format::TensorType type);
 // Rows of activations one product takes at most (larger n: call it in slices).
 constexpr size_t kFewRowsMax = 64;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/few_rows.h"
 #include "util/error.h"
 
 namespace bicache::kernels::ref {
@@ -224,13 +225,14 @@ namespace {
 
 // Per-32 activation quantization of one row (absmax / 127; nearbyint of x * (127 / absmax) in
 // float): q[k] and the block scales d[k / 32].
-void QuantizeRowQ8(const float* xr, size_t k, int* q, float* d) {
-  for (size_t kb = 0; kb < k / 32; ++kb) {
+// xr[k] -> q[k], one scale d per `block` values (k / block of them).
+void QuantizeRowQ8(const float* xr, size_t k, int* q, float* d, size_t block = 32) {
+  for (size_t kb = 0; kb < k / block; ++kb) {
     float amax = 0;
-    for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xr[kb * 32 + j]));
+    for (size_t j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(xr[kb * block + j]));
     const float inv = amax == 0.0f ? 0.0f : 127.0f / amax;
-    for (size_t j = 0; j < 32; ++j)
-      q[kb * 32 + j] = static_cast<int>(std::nearbyint(xr[kb * 32 + j] * inv));
+    for (size_t j = 0; j < block; ++j)
+      q[kb * block + j] = static_cast<int>(std::nearbyint(xr[kb * block + j] * inv));
     d[kb] = amax == 0.0f ? 0.0f : amax / 127.0f;
   }
 }
@@ -397,8 +399,9 @@ void FewRowsProduct(format::TensorType type, const float* x, size_t n, size_t in
   std::vector<int> q(in), v(256);
   std::vector<float> d(in / 32);
   float a[16], b[16];
+  const size_t block = FewRowsPer256(type) ? 256 : 32;
   for (size_t r = 0; r < n; ++r) {
-    QuantizeRowQ8(x + r * in, in, q.data(), d.data());
+    QuantizeRowQ8(x + r * in, in, q.data(), d.data(), block);
     for (size_t o = 0; o < out; ++o) {
       double acc = 0;
       for (size_t sb = 0; sb < in / 256; ++sb) {
@@ -415,7 +418,7 @@ void FewRowsProduct(format::TensorType type, const float* x, size_t n, size_t in
             dot += static_cast<int64_t>(v[i]) * q[sb * 256 + i];
             sum += q[sb * 256 + i];
           }
-          const double dx = d[(sb * 256 + static_cast<size_t>(j * sub)) / 32];
+          const double dx = d[(sb * 256 + static_cast<size_t>(j * sub)) / block];
           acc += static_cast<double>(a[j]) * dx * static_cast<double>(dot) -
                  static_cast<double>(b[j]) * dx * static_cast<double>(sum);
         }

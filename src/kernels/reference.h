@@ -69,10 +69,11 @@ void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size
 // of a 32-value type).
 int DecodeIntSuperblock(format::TensorType type, const uint8_t* sb, int* v, float* a, float* b);
 
-// kernels::FewRowsForward's arithmetic, one value at a time: x quantized per 32 as in
-// Q8_0ProductInt8, W decoded by DecodeIntSuperblock, and per sub-block
+// kernels::FewRowsForward's arithmetic, one value at a time: x quantized as in Q8_0ProductInt8,
+// per 32 values, or per 256 for the K-quants (kernels::FewRowsPer256), W decoded by
+// DecodeIntSuperblock, and per sub-block
 //   y += a dx sum(v q) - b dx sum(q)
-// (dx the scale of the 32-value activation block holding the sub-block), summed in double.
+// (dx the scale of the activation block holding the sub-block), summed in double.
 void FewRowsProduct(format::TensorType type, const float* x, size_t n, size_t in, const uint8_t* w,
                     size_t row_bytes, size_t out, float* y);
 
