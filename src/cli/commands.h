@@ -38,7 +38,8 @@ void AddDepthProfileFlag(CLI::App* cmd, std::string* profile);
 std::unique_ptr<engine::LoadedModel> LoadModelWithProfile(const std::string& path,
                                                           const std::string& profile);
 // Adds `--suite FILE|NAME` (default: the held-out suite): a JSONL path, or a committed split's
-// name (heldout, heldout-large, calibration; harness::ResolveSuitePath), stored as its path.
+// name (heldout, heldout-large, heldout-spread, calibration; harness::ResolveSuitePath), stored as
+// its path.
 // `what`: the kind of file, shown in --help.
 void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what = "task suite JSONL");
 // Adds `-t/--threads N` (0 .. 1024, 0 = the default) and applies it (OpenMP) when the command

@@ -109,7 +109,9 @@ std::unique_ptr<engine::LoadedModel> LoadModelWithProfile(const std::string& pat
 void AddSuiteFlag(CLI::App* cmd, std::string* path, const std::string& what) {
   *path = harness::DefaultSuitePath();
   cmd->add_option("--suite", *path,
-                  what + ", or a committed split: heldout (default), heldout-large, calibration")
+                  what +
+                      ", or a committed split: heldout (default), heldout-large, heldout-spread, "
+                      "calibration")
       ->transform(harness::ResolveSuitePath);
 }
 

@@ -95,10 +95,15 @@ std::string CalibrationSuitePath() {
   return SuiteRoot() + "/tests/data/suite/calibration.jsonl";
 }
 
+std::string SpreadHeldoutSuitePath() {
+  return SuiteRoot() + "/tests/data/suite/heldout_spread.jsonl";
+}
+
 std::string ResolveSuitePath(const std::string& name_or_path) {
   if (name_or_path == "heldout") return DefaultSuitePath();
   if (name_or_path == "heldout-large") return LargeHeldoutSuitePath();
   if (name_or_path == "calibration") return CalibrationSuitePath();
+  if (name_or_path == "heldout-spread") return SpreadHeldoutSuitePath();
   return name_or_path;
 }
 

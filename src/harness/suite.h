@@ -26,6 +26,9 @@ std::string DefaultSuitePath();
 std::string LargeHeldoutSuitePath();
 // The calibration split (720 requests, no prefix shared with either held-out split).
 std::string CalibrationSuitePath();
+// tests/data/suite/heldout_spread.jsonl: 2,160 held-out requests whose prefix ratios spread
+// evenly over 0.50-0.95 (tools/train/suite.py --heldout-spread), as chat traffic has them.
+std::string SpreadHeldoutSuitePath();
 // What a `--suite` value names: "heldout", "heldout-large" and "calibration" the committed splits
 // (their paths); any other text is a path, returned as is.
 std::string ResolveSuitePath(const std::string& name_or_path);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/few_rows.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
@@ -55,6 +56,10 @@ size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision preci
   if (const auto n = FewRowsOverride()) return *n;
   if (precision == MatmulPrecision::kF32) return 32;
   if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni) return 8;
+  // The K-quant kernels (activations per 256, integer sub-block scales) still beat the panels at
+  // 24 rows on AVX512-VNNI (Q4_K/Q5_K/Q6_K, one thread, W [12288, 4096]: 20.0-22.0 ms against
+  // 24.3-27.5) and tie at 32 (docs/benchmarks.md, "Few-row kernels").
+  if (isa == IntIsa::kAvx512Vnni && FewRowsPer256(type)) return 24;
   return 16;
 }
 

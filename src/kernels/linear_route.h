@@ -17,10 +17,11 @@
 //   BF16 few-row (f32 path)   7.8   18.4          38.8   56.4   82.0
 //   BF16 f32 panels          14.1   24.3          44.3   49.4   55.7
 //
-// hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; every
-// other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs f32):
-// 32; BF16 weights: 16 on the f32 path, none on the bf16 path (oneDNN's bf16 GEMM was as fast with
-// one thread and with two). The routes:
+// hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; the
+// K-quants on AVX512-VNNI (bf16 path): 24 (their per-256 kernels, measured after this table);
+// every other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs
+// f32): 32; BF16 weights: 16 on the f32 path, none on the bf16 path (oneDNN's bf16 GEMM was as fast
+// with one thread and with two). The routes:
 //
 // | weights                        | rows <= FewRowsCutover  | more rows |
 // |--------------------------------|-------------------------|--------------------------------------|
