@@ -208,6 +208,30 @@ for name, split, n in (("heldout_large", large, 2160), ("calibration", calib, 72
           "%d long-prefix groups (r >= %.2f) in every family, ratios %.2f..%.2f, <= %d tokens"
           % (name, n, len(ratio), short, long_, med, n_long, suite.LONG_RATIO, min(ratio.values()),
              max(ratio.values()), longest))
+
+# The realistic-spread split (--heldout-spread; regenerating it takes minutes, so its properties are
+# checked instead of its bytes): disjoint from the others, solvable, groups of 4, 240 requests in
+# each 5-point ratio bin of 0.50-0.95, every request inside its group's bin.
+spread = suite.load_jsonl(src + "/tests/data/suite/heldout_spread.jsonl")
+assert len(spread) == 2160, len(spread)
+sp = set(s["prefix"] for s in spread)
+for k, v in prefixes.items():
+    assert not sp & v, ("heldout_spread", k, len(sp & v))
+assert all(suite.is_heldout_question(s["prompt"]) for s in spread)
+per_bin = {}
+longest = 0
+for s in spread:
+    assert SOLVE[s["family"]](s["prefix"], s["prompt"]) == want(s), s["id"]
+    lo = int(s["prefix_id"].split("-")[2][1:]) / 100
+    n_pre = len(tok.encode(fmt.prefix_text(s["prefix"])))
+    tokens = n_pre + len(tok.encode(fmt.turn_text(s["prompt"]))) + fmt.GEN_LENGTH
+    assert lo <= n_pre / tokens < lo + 0.05, (s["id"], n_pre / tokens)
+    longest = max(longest, tokens)
+    per_bin[lo] = per_bin.get(lo, 0) + 1
+assert longest <= suite.MAX_TOKENS, longest
+assert sorted(per_bin) == [round(0.50 + 0.05 * i, 2) for i in range(9)], sorted(per_bin)
+assert set(per_bin.values()) == {240}, per_bin
+print("ok   heldout_spread: 2160 requests, 240 in each ratio bin of 0.50-0.95, disjoint, solvable")
 EOF
 
 # `--suite NAME` selects a committed split: eval reads the calibration split and reports its path.

@@ -39,6 +39,9 @@ Large held-out split (tests/data/suite/heldout_large.jsonl, --heldout-large, see
 34001: 2,160 requests, 180 groups of 4 per family) and calibration split
 (tests/data/suite/calibration.jsonl, --calibration, seed 34002: 720 requests),
 for telling accuracy differences of about a point per ratio band (issue 34).
+Realistic-spread held-out split (tests/data/suite/heldout_spread.jsonl, --heldout-spread, seed
+47001: 2,160 requests, 240 in each 5-point prefix-ratio bin of 0.50-0.95, as chat traffic with a
+system prompt spreads; disjoint from the committed splits, which it reads).
 Same families, formats and held-out questions; every group has 4 questions.
 ~35% of the groups are the long-prefix family (prefix_id "<tag>-<family>-long-NNN",
 every request r >= 0.85): docqa documents of 20-32 facts after an 8-40 sentence
@@ -51,6 +54,7 @@ splits share no prefix with each other or with heldout.jsonl.
 Usage: python3 suite.py --heldout tests/data/suite/heldout.jsonl
        python3 suite.py --heldout-large tests/data/suite/heldout_large.jsonl \
                         --calibration tests/data/suite/calibration.jsonl
+       python3 suite.py --heldout-spread tests/data/suite/heldout_spread.jsonl   (~6 min)
        python3 suite.py --train out.jsonl --n 1000 --seed 1
 """
 import argparse
@@ -562,6 +566,54 @@ def make_calibration(large=None):
     return make_large_split(CALIBRATION_SEED, CALIBRATION_PER_FAMILY, "cal", exclude=exclude)
 
 
+# realistic-spread held-out split (issue 47: ratios evenly over 0.50-0.95, as chat traffic with a
+# system prompt has them, rather than a long band built where reuse starts)
+
+SPREAD_SEED = 47001  # --heldout-spread
+SPREAD_PER_FAMILY = 720  # 180 groups of 4 per family: 2,160 requests
+SPREAD_BINS = [(0.50 + 0.05 * i, 0.55 + 0.05 * i) for i in range(9)]  # [0.50, 0.55) .. [0.90, 0.95)
+
+
+def make_heldout_spread(exclude=(), meter=None, tries=4000):
+    """tests/data/suite/heldout_spread.jsonl: 2,160 requests in 540 groups of GROUP_Q, group g in
+    ratio bin SPREAD_BINS[g % 9] (every request of a group lies in its bin), so the ratios spread
+    evenly over 0.50-0.95; disjoint by prefix from `exclude` (the other splits). A group's family
+    starts at FAMILIES[g % 3]; a family that cannot reach the bin in `tries` draws (docqa's
+    documents keep r >= 0.6) passes the slot to the next. Groups come from the large splits' mix
+    (_large_group), the long kind for the upper bins, the short kind often for the lower."""
+    meter = meter or RatioMeter()
+    rng = random.Random(SPREAD_SEED)
+    seen = set(exclude)
+    out = []
+    for g in range(3 * SPREAD_PER_FAMILY // GROUP_Q):
+        lo, hi = SPREAD_BINS[g % len(SPREAD_BINS)]
+        found = None
+        for k in range(len(FAMILIES)):
+            fam = FAMILIES[(g + k) % len(FAMILIES)]
+            for _ in range(tries):
+                u = rng.random()
+                kind = ("long" if u < 0.7 else "normal") if lo >= 0.80 else (
+                    "short" if u < 0.5 else "normal")
+                prefix, qs = _large_group(rng, fam, kind)
+                if len(qs) != GROUP_Q or prefix in seen:
+                    continue
+                m = [meter.measure(prefix, q) for q, _ in qs]
+                if max(n for _, n in m) <= MAX_TOKENS and all(lo <= r < hi for r, _ in m):
+                    found = (fam, prefix, qs)
+                    break
+            if found:
+                break
+        if not found:
+            raise RuntimeError("no family reaches prefix ratios [%.2f, %.2f)" % (lo, hi))
+        fam, prefix, qs = found
+        seen.add(prefix)
+        pid = "hs-%s-r%02d-%03d" % (fam, round(lo * 100), g)
+        for i, (p, a) in enumerate(qs):
+            out.append({"id": "%s-%d" % (pid, i), "family": fam, "prefix": prefix,
+                        "prompt": p, "answer": a, "prefix_id": pid})
+    return out
+
+
 class TrainStream:
     """Infinite seeded stream of training groups; rejects held-out prefixes."""
 
@@ -607,6 +659,9 @@ def main():
                     help="write the large held-out split here (2,160 requests, seed %d)" % LARGE_SEED)
     ap.add_argument("--calibration", default=None, metavar="FILE",
                     help="write the calibration split here (720 requests, seed %d)" % CALIBRATION_SEED)
+    ap.add_argument("--heldout-spread", default=None, metavar="FILE",
+                    help="write the realistic-spread held-out split here (2,160 requests, prefix ratios "
+                         "evenly over 0.50-0.95, seed %d)" % SPREAD_SEED)
     ap.add_argument("--train", default=None, metavar="FILE", help="write --n training samples here")
     ap.add_argument("--n", type=int, default=1000, help="training samples for --train (rounded up to whole prefixes)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the training samples (the held-out split is fixed)")
@@ -614,12 +669,14 @@ def main():
     ap.add_argument("--rule-worked", action="store_true",
                     help="held-out rule answers in the worked format (\"rule T. #### OUTPUT\", T the rule's letter)")
     args = ap.parse_args()
-    if not (args.heldout or args.heldout_large or args.calibration or args.train or args.test):
+    if not (args.heldout or args.heldout_large or args.calibration or args.heldout_spread or args.train
+            or args.test):
         ap.error("nothing to do: give --heldout FILE, --heldout-large FILE, --calibration FILE, "
+                 "--heldout-spread FILE, "
                  "--train FILE and/or --test")
     if args.n < 1:
         ap.error("--n must be >= 1, got %d" % args.n)
-    for path in (args.heldout, args.heldout_large, args.calibration, args.train):
+    for path in (args.heldout, args.heldout_large, args.calibration, args.heldout_spread, args.train):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             ap.error("no directory for %s" % path)
     if args.heldout:
@@ -636,6 +693,18 @@ def main():
                 for s in rows:
                     f.write(json.dumps(s) + "\n")
             print("wrote", len(rows), what, "samples to", path)
+    if args.heldout_spread:
+        # Disjoint from the committed splits (read, not regenerated: that takes minutes).
+        here = os.path.dirname(os.path.abspath(__file__))
+        data = os.path.join(here, "..", "..", "tests", "data", "suite")
+        exclude = set()
+        for name in ("heldout.jsonl", "heldout_large.jsonl", "calibration.jsonl"):
+            exclude |= set(s["prefix"] for s in load_jsonl(os.path.join(data, name)))
+        rows = make_heldout_spread(exclude)
+        with open(args.heldout_spread, "w") as f:
+            for s in rows:
+                f.write(json.dumps(s) + "\n")
+        print("wrote", len(rows), "realistic-spread held-out samples to", args.heldout_spread)
     if args.train:
         hp = set()
         try:
