@@ -155,13 +155,14 @@ TEST(Chat, Llada) {
   EXPECT_EQ(c.prefix_bytes, std::string("<|startoftext|>").size());
 }
 
-TEST(Chat, Dream) {
-  FormattedChat c = FormatChat(ChatFormat::kDream, {{"user", "Hi"}});
-  const std::string def = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+// ChatML with a default system prompt (Dream's, Qwen2.5's): inserted when the chat does not open
+// with a system message; the prefix ends where the last user turn begins.
+void ExpectChatMlWithDefault(ChatFormat format, const std::string& default_system) {
+  FormattedChat c = FormatChat(format, {{"user", "Hi"}});
+  const std::string def = "<|im_start|>system\n" + default_system + "<|im_end|>\n";
   EXPECT_EQ(c.text, def + "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(c.prefix_bytes, def.size());
-  c = FormatChat(ChatFormat::kDream,
-                 {{"system", "S"}, {"user", "Q1"}, {"assistant", "A1"}, {"user", "Q2"}});
+  c = FormatChat(format, {{"system", "S"}, {"user", "Q1"}, {"assistant", "A1"}, {"user", "Q2"}});
   const std::string prefix =
       "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n"
       "<|im_start|>assistant\nA1<|im_end|>\n";
@@ -169,20 +170,13 @@ TEST(Chat, Dream) {
   EXPECT_EQ(c.prefix_bytes, prefix.size());
 }
 
+TEST(Chat, Dream) {
+  ExpectChatMlWithDefault(ChatFormat::kDream, "You are a helpful assistant.");
+}
+
 TEST(Chat, Qwen25) {
-  FormattedChat c = FormatChat(ChatFormat::kQwen25, {{"user", "Hi"}});
-  const std::string def =
-      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
-      "assistant.<|im_end|>\n";
-  EXPECT_EQ(c.text, def + "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(c.prefix_bytes, def.size());
-  c = FormatChat(ChatFormat::kQwen25,
-                 {{"system", "S"}, {"user", "Q1"}, {"assistant", "A1"}, {"user", "Q2"}});
-  const std::string prefix =
-      "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ1<|im_end|>\n"
-      "<|im_start|>assistant\nA1<|im_end|>\n";
-  EXPECT_EQ(c.text, prefix + "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(c.prefix_bytes, prefix.size());
+  ExpectChatMlWithDefault(ChatFormat::kQwen25,
+                          "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
 }
 
 TEST(Chat, Qwen3) {
