@@ -410,6 +410,8 @@ ParsedRequest ParseGenerationRequest(std::string_view text, bool chat,
     engine::CheckRequest(r.options, lm.model().config());
   } catch (const FieldError& e) {
     EngineError(e, body, api_name);
+  } catch (const Error& e) {  // none is expected; still the client's request, never a 500
+    BadRequest(e.what());
   }
   return r;
 }
