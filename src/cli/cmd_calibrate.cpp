@@ -118,9 +118,9 @@ Runner AddCalibrate(CLI::App& app) {
                    report.skipped_no_prefix);
     }
     const bool fast = report.options.criterion == engine::DepthCriterion::kAccuracy;
-    const std::string out = !o->out.empty() ? o->out
-                            : fast          ? engine::DepthTable::PathForModel(lm->path(), "fast")
-                                            : engine::DepthTable::PathForModel(lm->path());
+    const std::string out =
+        o->out.empty() ? engine::DepthTable::PathForModel(lm->path(), fast ? "fast" : "safe")
+                       : o->out;
     report.table.Save(out);
     if (!o->svg.empty()) {
       harness::WriteCalibrationSvg(

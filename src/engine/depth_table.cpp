@@ -72,16 +72,21 @@ int DepthTable::AccuracyBinDepth(const CalibrationBin& bin, double max_drop, int
   return d;
 }
 
-int DepthTable::DepthOfBin(const CalibrationBin& bin) const {
-  switch (criterion_) {
+int DepthTable::CriterionBinDepth(const CalibrationBin& bin, DepthCriterion criterion,
+                                  double threshold, int n_layer) {
+  switch (criterion) {
     case DepthCriterion::kAnswers:
-      return AnswerBinDepth(bin, threshold_, n_layer_);
+      return AnswerBinDepth(bin, threshold, n_layer);
     case DepthCriterion::kAccuracy:
-      return AccuracyBinDepth(bin, threshold_, n_layer_);
+      return AccuracyBinDepth(bin, threshold, n_layer);
     case DepthCriterion::kKvSimilarity:
       break;
   }
-  return BinDepth(bin.similarity, threshold_, n_layer_);
+  return BinDepth(bin.similarity, threshold, n_layer);
+}
+
+int DepthTable::DepthOfBin(const CalibrationBin& bin) const {
+  return CriterionBinDepth(bin, criterion_, threshold_, n_layer_);
 }
 
 DepthTable DepthTable::FromBinDepths(std::vector<CalibrationBin> bins, std::vector<int> depth,
@@ -127,11 +132,8 @@ DepthTable DepthTable::FromAnswerBins(std::vector<CalibrationBin> bins, double m
                                       int n_layer, int min_samples, DepthCriterion criterion) {
   SortAndDrop(bins, std::max(1, min_samples));
   std::vector<int> depth(bins.size());
-  for (size_t i = 0; i < bins.size(); ++i) {
-    depth[i] = criterion == DepthCriterion::kAccuracy
-                   ? AccuracyBinDepth(bins[i], min_agreement, n_layer)
-                   : AnswerBinDepth(bins[i], min_agreement, n_layer);
-  }
+  for (size_t i = 0; i < bins.size(); ++i)
+    depth[i] = CriterionBinDepth(bins[i], criterion, min_agreement, n_layer);
   return FromBinDepths(std::move(bins), std::move(depth), min_agreement, n_layer, criterion);
 }
 

@@ -93,6 +93,10 @@ class DepthTable {
   // most `max_drop` points of accuracy against depth 0 and the lower end of its paired 95%
   // interval is at least -2 x max_drop points.
   static int AccuracyBinDepth(const CalibrationBin& bin, double max_drop, int n_layer);
+  // The criterion's depth of one bin with its threshold (min similarity, min agreement or max
+  // drop): what DepthOfBin and FromAnswerBins apply, and what calibration stops on.
+  static int CriterionBinDepth(const CalibrationBin& bin, DepthCriterion criterion,
+                               double threshold, int n_layer);
   // This table's criterion applied to one of its bins (what `calibrate` prints per bin).
   int DepthOfBin(const CalibrationBin& bin) const;
   // JSON file; Load throws Error(kIo / kFormat) naming the path and the problem.

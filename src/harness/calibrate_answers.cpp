@@ -24,13 +24,6 @@ EvalReport RunDepth(const engine::LoadedModel& lm, const std::vector<SuiteSample
   return RunEval(std::move(eo), lm, suite, samples);
 }
 
-// The criterion's depth of one bin so far.
-int BinDepthSoFar(const engine::CalibrationBin& b, const AnswerCalibrationOptions& o, int L) {
-  return o.criterion == engine::DepthCriterion::kAccuracy
-             ? engine::DepthTable::AccuracyBinDepth(b, o.max_drop, L)
-             : engine::DepthTable::AnswerBinDepth(b, o.min_agreement, L);
-}
-
 }  // namespace
 
 void CheckAnswerCalibrationOptions(const AnswerCalibrationOptions& o) {
@@ -53,6 +46,8 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
                                      AnswerCalibrationOptions o) {
   CheckAnswerCalibrationOptions(o);
   const int L = lm.model().config().n_layer;
+  const bool accuracy = o.criterion == engine::DepthCriterion::kAccuracy;
+  const double threshold = accuracy ? o.max_drop : o.min_agreement;
   AnswerCalibration out;
 
   // Bins of kept samples; members[pct] = indices into kept.
@@ -78,7 +73,7 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     double right = 0;
     for (size_t i : members[pct]) right += none.outcomes[i].correct ? 1.0 : 0.0;
     b.accuracy = {right / b.samples};
-    if (o.criterion == engine::DepthCriterion::kAccuracy) b.accuracy_low = {0.0};
+    if (accuracy) b.accuracy_low = {0.0};
   }
 
   // Depth d runs only the bins whose depths 1..d-1 all held (a bin's depth is the leading run of
@@ -88,7 +83,7 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
     std::vector<std::pair<int, size_t>> where;  // (bin, index into kept) per run entry
     for (auto& [pct, b] : bins) {
       if (b.samples < o.min_bin_samples) continue;
-      if (BinDepthSoFar(b, o, L) != d - 1) continue;
+      if (engine::DepthTable::CriterionBinDepth(b, o.criterion, threshold, L) != d - 1) continue;
       for (size_t i : members[pct]) {
         run.push_back(kept[i]);
         where.emplace_back(pct, i);
@@ -111,17 +106,14 @@ AnswerCalibration CalibrateByAnswers(const engine::LoadedModel& lm,
       engine::CalibrationBin& b = bins[pct];
       b.agreement.push_back(t.first / b.samples);
       b.accuracy.push_back(t.second / b.samples);
-      if (o.criterion == engine::DepthCriterion::kAccuracy)
-        b.accuracy_low.push_back(NewcombePairedInterval(pairs[pct]).lo);
+      if (accuracy) b.accuracy_low.push_back(NewcombePairedInterval(pairs[pct]).lo);
     }
   }
 
   std::vector<engine::CalibrationBin> list;
   for (auto& [pct, b] : bins) list.push_back(std::move(b));
-  out.table = engine::DepthTable::FromAnswerBins(
-      std::move(list),
-      o.criterion == engine::DepthCriterion::kAccuracy ? o.max_drop : o.min_agreement, L,
-      o.min_bin_samples, o.criterion);
+  out.table = engine::DepthTable::FromAnswerBins(std::move(list), threshold, L, o.min_bin_samples,
+                                                 o.criterion);
   return out;
 }
 

@@ -292,7 +292,7 @@ void ReadSampler(const json& body, const engine::LoadedModel& lm, const ServerLi
   // to word); a block-diffusion model generates whole blocks of its own (sub-)block length.
   int64_t def = std::min<int64_t>(
       {limits.default_max_tokens, limits.max_tokens_limit, std::max(mc.context_length - P, 1)});
-  const int unit = mc.block_causal() ? mc.denoise_block() : 0;
+  const int unit = mc.denoise_block();  // 0: a bidirectional model
   if (unit > 0 && def >= unit) def = def / unit * unit;
   s.gen_length = static_cast<int>(GetInt(body, gen_key, def, 1, limits.max_tokens_limit));
   s.block_length =

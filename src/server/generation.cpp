@@ -71,9 +71,8 @@ struct Shared {
   std::optional<ApiError> error;
   engine::RequestResult result;
   std::shared_ptr<engine::Scheduler::Handle> handle;  // set under `m`, before any callback reads it
-  // stream_options.include_canvas: the canvas as last seen, and the positions changed since the
-  // last canvas event (so a slow reader costs one canvas, not one per step).
-  bool watch_canvas = false;
+  // stream_options.include_canvas (empty without it): the canvas as last seen, and the positions
+  // changed since the last canvas event (so a slow reader costs one canvas, not one per step).
   std::vector<int32_t> canvas;  // [gen_length] the mask id where masked
   std::vector<char> changed;    // [gen_length]
   bool canvas_news = false;
@@ -92,7 +91,7 @@ struct Shared {
       // Only the final part of the canvas counts: it never changes again. A stop string in it ends
       // the request here, before its next step (its batch slot goes to the next request).
       std::lock_guard<std::mutex> l(self->m);
-      if (self->watch_canvas) self->SeeCanvasLocked(e);
+      if (!self->canvas.empty()) self->SeeCanvasLocked(e);
       self->AppendLocked(e.canvas.first(static_cast<size_t>(e.final_length)));
       if (self->answer->stopped()) self->handle->EndEarly();
       self->cv.notify_all();
@@ -245,7 +244,8 @@ class Streamer {
       if (!sh_->changed[i]) continue;
       sh_->changed[i] = 0;
       const int32_t t = sh_->canvas[i];
-      changes.push_back({{"position", i}, {"token", t == mask_id_ ? json(nullptr) : json(t)}});
+      const bool masked = t == p_.options.sampler.mask_id;
+      changes.push_back({{"position", i}, {"token", masked ? json(nullptr) : json(t)}});
     }
     sh_->canvas_news = false;
     return {{"step", sh_->canvas_step}, {"final_length", sh_->canvas_final}, {"changes", changes}};
@@ -272,7 +272,6 @@ class Streamer {
   ParsedRequest p_;
   std::string id_;
   std::time_t created_;
-  int32_t mask_id_ = p_.options.sampler.mask_id;
   size_t sent_ = 0;  // bytes of the answer text sent
   int idle_ = 0;
   bool started_ = false;
@@ -301,7 +300,6 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
   sh->answer.emplace(ctx.lm->tokenizer(), p.stop);
   if (p.include_canvas) {
     const auto n = static_cast<size_t>(p.options.sampler.gen_length);
-    sh->watch_canvas = true;
     sh->canvas.assign(n, p.options.sampler.mask_id);
     sh->changed.assign(n, 0);
   }
