@@ -154,6 +154,32 @@ if [[ $rc -eq 2 ]] && grep -q -- "--criterion: unknown depth criterion 'answer'"
 rc=0
 "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion answers --min-agreement 0 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
 if [[ $rc -eq 2 ]] && grep -q -- "--min-agreement must be in (0, 1]" "$TMP/err"; then echo "ok   --min-agreement 0 refused"; else echo "FAIL min-agreement 0: exit $rc"; cat "$TMP/err"; fail=1; fi
+rc=0
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion accuracy --max-drop 0 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
+if [[ $rc -eq 2 ]] && grep -q -- "--max-drop must be in (0, 100] points" "$TMP/err"; then echo "ok   --max-drop 0 refused"; else echo "FAIL max-drop 0: exit $rc"; cat "$TMP/err"; fail=1; fi
+
+# --criterion accuracy (the fast profile): written by default beside the model as
+# MODEL.gguf.depth.fast.json, with each bin's accuracy_low (the paired interval's lower end, 0 at
+# depth 0, one per depth run, never above the change itself), and bins' depths by that criterion.
+"$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion accuracy --max-drop 50 --limit 3 --gen-length 8 \
+  --min-bin-samples 1 >"$TMP/calF.txt" 2>"$TMP/calF.err" || { echo "FAIL calibrate accuracy"; cat "$TMP/calF.err"; fail=1; }
+grep -q 'criterion accuracy, max drop (points) 50' "$TMP/calF.txt" \
+  && echo "ok   calibrate --criterion accuracy prints its criterion" || { echo "FAIL accuracy output"; cat "$TMP/calF.txt"; fail=1; }
+python3 - "$TMP/model.gguf.depth.fast.json" <<'PY' || fail=1
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["criterion"] == "accuracy" and t["threshold"] == 50 and t["bins"], t
+for b in t["bins"]:
+    low, acc = b["accuracy_low"], b["accuracy"]
+    assert len(low) == len(acc) >= 1 and low[0] == 0, b
+    assert all(l <= a - acc[0] + 1e-12 and l >= -1 for l, a in zip(low[1:], acc[1:])), b
+assert t["d_model"] > 0 and t["n_vocab"] > 0, t
+print("ok   the accuracy table is MODEL.gguf.depth.fast.json, with accuracy_low per depth")
+PY
+rc=0
+"$BIN" generate -m "$TMP/model.gguf" -p hi --gen-length 4 --cache bicache --depth-profile fast >/dev/null 2>"$TMP/err" || rc=$?
+[[ $rc -eq 0 ]] && echo "ok   --depth-profile fast reads the table calibrate wrote" || { echo "FAIL generate --depth-profile fast: exit $rc"; cat "$TMP/err"; fail=1; }
+
 for crit in kv_similarity answers; do
   rc=0
   "$BIN" calibrate -t 1 -m "$TMP/model.gguf" --criterion $crit --bin 60 --limit 1 >/dev/null 2>"$TMP/err" || rc=$?
