@@ -22,7 +22,7 @@ void GgufStructured(Input in);  // mutations of a valid in-memory model file (co
 void TokenizerText(Input in);   // encode/decode of arbitrary bytes and ids, round trips
 void ApiRequest(Input in);      // /v1/(chat/)completions body parsing and validation
 void ChatFormat(Input in);      // chat formatting, template detection, ChatPrompt's split
-void HttpHead(Input in);        // the connection front end's head parsing, re-writing, framing
+void HttpRequest(Input in);     // the HTTP server's request reading (Beast's parser + our checks)
 
 struct Target {
   const char* name;  // folder name under fuzz/corpus and fuzz/regressions
@@ -31,7 +31,7 @@ struct Target {
 inline constexpr Target kTargets[] = {
     {"gguf_bytes", GgufBytes},    {"gguf_structured", GgufStructured},
     {"tokenizer", TokenizerText}, {"api_request", ApiRequest},
-    {"chat", ChatFormat},         {"http_head", HttpHead},
+    {"chat", ChatFormat},         {"http_request", HttpRequest},
 };
 
 // Aborts with a message: an invariant the library promises did not hold.

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 # ocl-icd-opencl-dev: Debian's dnnl-config.cmake (built with the OpenCL GPU runtime) requires OpenCL
 # at configure time; libdnnl-dev only recommends it, and --no-install-recommends skips it.
 PKGS=(build-essential cmake pkg-config
-      libdnnl-dev ocl-icd-opencl-dev libhwy-dev libpcre2-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
+      libdnnl-dev ocl-icd-opencl-dev libhwy-dev libpcre2-dev libboost1.74-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev googletest libbenchmark-dev
       clang libclang-rt-14-dev clang-format curl jq
       python3 python3-numpy python3-torch python3-regex libopenblas0-pthread

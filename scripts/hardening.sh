@@ -44,7 +44,7 @@ stage_asan() {
 # ThreadSanitizer: the tests that run threads against each other. OpenMP (libgomp) and oneDNN
 # are not instrumented; with OMP_NUM_THREADS=1 libgomp starts no worker threads, so TSan sees
 # only our threads. scripts/tsan.supp lists uninstrumented libraries only, never our code.
-TSAN_TESTS='SchedulerTest|PrefixBuildTest|PrefixStore|PrefixTree|RecentPrefix|MemoryBudget|EngineModesTest|cli\.server_'
+TSAN_TESTS='ServerHttp|SchedulerTest|PrefixBuildTest|PrefixStore|PrefixTree|RecentPrefix|MemoryBudget|EngineModesTest|cli\.server_'
 stage_tsan() {
   configure build-tsan -DBICACHE_TSAN=ON
   cmake --build build-tsan -j "$JOBS" --target bicache bicache_tests
@@ -52,7 +52,7 @@ stage_tsan() {
   (cd build-tsan && OMP_NUM_THREADS=1 BICACHE_TEST_THREADS=1 ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS")
 }
 
-FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat http_head)
+FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat http_request)
 stage_fuzz() {
   configure build-fuzz -DBICACHE_FUZZ=ON
   cmake --build build-fuzz -j "$JOBS" --target bicache_fuzzers

@@ -99,8 +99,8 @@ void AddApiKeyFlags(CLI::App* cmd, std::shared_ptr<KeySources> key) {
       "read the API key from this file (first line)");
 }
 
-// Connection deadlines and the connection cap (the front end, server/front/front_end.h).
-void AddConnectionFlags(CLI::App* cmd, server::front::FrontOptions* f) {
+// Connection deadlines and the connection cap (server/http/http_server.h).
+void AddConnectionFlags(CLI::App* cmd, server::ConnectionOptions* f) {
   const auto seconds = [cmd](const char* name, std::chrono::milliseconds* to, const char* help) {
     cmd->add_option_function<double>(
            name, [to](double s) { *to = std::chrono::milliseconds(std::llround(s * 1000)); }, help)

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "harness/bench_serve_report.h"
+#include "harness/http_client.h"
 #include "harness/suite.h"
-#include "server/httplib_wrap.h"
 #include "server/server.h"
 #include "util/error.h"
 #include "util/field_error.h"
@@ -47,11 +47,10 @@ Target ParseUrl(const std::string& url) {
 }
 
 std::string Scrape(const Target& t) {
-  httplib::Client c(t.host, t.port);
-  c.set_read_timeout(30, 0);
-  auto r = c.Get("/metrics");
-  if (!r || r->status != 200) throw Error(ErrorKind::kIo, "bench-serve: GET /metrics failed");
-  return r->body;
+  HttpClient c(t.host, t.port, std::chrono::seconds(30));
+  HttpResult r = c.Get("/metrics");
+  if (!r.ok || r.status != 200) throw Error(ErrorKind::kIo, "bench-serve: GET /metrics failed");
+  return r.body;
 }
 
 // The server in this process, on a free loopback port; stopped (no grace) by Stop or on scope exit.
@@ -97,20 +96,20 @@ class LocalServer {
 };
 
 // One chat completion; false with `err` set on a transport error, a non-200 or a bad body.
-bool Post(httplib::Client& c, const std::string& body, double* ms, json* out, std::string* err) {
+bool Post(HttpClient& c, const std::string& body, double* ms, json* out, std::string* err) {
   const auto t0 = Clock::now();
-  auto r = c.Post("/v1/chat/completions", body, "application/json");
+  HttpResult r = c.Post("/v1/chat/completions", body);
   *ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  if (!r) {
-    *err = "transport error: " + httplib::to_string(r.error());
+  if (!r.ok) {
+    *err = "transport error: " + r.error;
     return false;
   }
-  if (r->status != 200) {
-    *err = "HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 200);
+  if (r.status != 200) {
+    *err = "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
     return false;
   }
   try {
-    *out = json::parse(r->body);
+    *out = json::parse(r.body);
     return true;
   } catch (const std::exception& e) {
     *err = std::string("bad JSON: ") + e.what();
@@ -171,9 +170,7 @@ void RunTurn(const BenchServeOptions& o, const Target& target,
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   const size_t base = m.next;
   auto client = [&] {
-    httplib::Client c(target.host, target.port);
-    c.set_read_timeout(600, 0);
-    c.set_keep_alive(true);
+    HttpClient c(target.host, target.port, std::chrono::seconds(600));
     for (;;) {
       const int i = next.fetch_add(1);
       if (i >= count) return;
@@ -219,8 +216,7 @@ void RunTurn(const BenchServeOptions& o, const Target& target,
 
 // Untimed warm-up (oneDNN JIT, page-in), charged to no mode.
 void WarmUp(const Target& target, const std::string& body) {
-  httplib::Client c(target.host, target.port);
-  c.set_read_timeout(600, 0);
+  HttpClient c(target.host, target.port, std::chrono::seconds(600));
   json b = json::parse(body);
   b["cache"] = "none";
   double ms;

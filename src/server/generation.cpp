@@ -2,20 +2,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
 
 #include "server/answer_text.h"
-#include "server/connection_watch.h"
 
 namespace bicache::server {
 namespace {
 
 using nlohmann::json;
-using namespace std::chrono_literals;
 
 std::string NewId(bool chat) {
   static std::atomic<uint64_t> counter{0};
@@ -61,16 +59,16 @@ json Usage(size_t prompt, size_t completion) {
           {"total_tokens", prompt + completion}};
 }
 
-// Everything one request's callbacks share with its HTTP thread.
+// Everything one request's callbacks share with its answer (a whole response or a stream).
 struct Shared {
   std::mutex m;
-  std::condition_variable cv;
   std::optional<AnswerText> answer;  // the committed answer as text, cut at a stop string
   size_t appended = 0;               // answer tokens handed to `answer`
   bool finished = false;
   std::optional<ApiError> error;
   engine::RequestResult result;
   std::shared_ptr<engine::Scheduler::Handle> handle;  // set under `m`, before any callback reads it
+  std::function<void()> wake;  // set before Submit; runs (not under `m`) after every change
   // stream_options.include_canvas (empty without it): the canvas as last seen, and the positions
   // changed since the last canvas event (so a slow reader costs one canvas, not one per step).
   std::vector<int32_t> canvas;  // [gen_length] the mask id where masked
@@ -88,29 +86,37 @@ struct Shared {
   engine::RequestCallbacks Callbacks(const std::shared_ptr<Shared>& self) {
     engine::RequestCallbacks cb;
     cb.on_step = [self](const engine::StepEvent& e) {
-      // Only the final part of the canvas counts: it never changes again. A stop string in it ends
-      // the request here, before its next step (its batch slot goes to the next request).
-      std::lock_guard<std::mutex> l(self->m);
-      if (!self->canvas.empty()) self->SeeCanvasLocked(e);
-      self->AppendLocked(e.canvas.first(static_cast<size_t>(e.final_length)));
-      if (self->answer->stopped()) self->handle->EndEarly();
-      self->cv.notify_all();
+      self->See(e);
+      self->wake();
     };
     cb.on_done = [self](const engine::RequestResult& r) {
-      std::lock_guard<std::mutex> l(self->m);
-      self->result = r;
-      self->AppendLocked(r.answer);
-      self->answer->Finish();
-      self->finished = true;
-      self->cv.notify_all();
+      {
+        std::lock_guard<std::mutex> l(self->m);
+        self->result = r;
+        self->AppendLocked(r.answer);
+        self->answer->Finish();
+        self->finished = true;
+      }
+      self->wake();
     };
     cb.on_error = [self](const Error& e) {
-      std::lock_guard<std::mutex> l(self->m);
-      self->error = FromEngineError(e);
-      self->finished = true;
-      self->cv.notify_all();
+      {
+        std::lock_guard<std::mutex> l(self->m);
+        self->error = FromEngineError(e);
+        self->finished = true;
+      }
+      self->wake();
     };
     return cb;
+  }
+
+  // Only the final part of the canvas counts: it never changes again. A stop string in it ends
+  // the request here, before its next step (its batch slot goes to the next request).
+  void See(const engine::StepEvent& e) {
+    std::lock_guard<std::mutex> l(m);
+    if (!canvas.empty()) SeeCanvasLocked(e);
+    AppendLocked(e.canvas.first(static_cast<size_t>(e.final_length)));
+    if (answer->stopped()) handle->EndEarly();
   }
 
   void SeeCanvasLocked(const engine::StepEvent& e) {
@@ -140,7 +146,8 @@ json CacheInfo(const engine::RequestResult& r, const engine::RequestOptions& o) 
           {"steps", r.steps},           {"refresh", o.refresh_interval}};
 }
 
-// The SSE side of one streaming request; lives in the content provider.
+// The SSE side of one streaming request: the connection pulls what is new (server/http/exchange.h),
+// so a slow reader merges text and canvas changes instead of queueing one event per step.
 class Streamer {
  public:
   Streamer(std::shared_ptr<Shared> sh, const GenerationContext& ctx, ParsedRequest p)
@@ -150,15 +157,13 @@ class Streamer {
         id_(NewId(p_.chat)),
         created_(std::time(nullptr)) {}
 
-  // One provider call: waits briefly for news, writes it. false = stop (client gone).
-  bool Pump(httplib::DataSink& sink) {
+  StreamPiece Pull() {
+    StreamPiece out;
     if (!started_) {
       started_ = true;
       // The first chat delta carries the role (clients key on it); sent at once for a fast first
       // byte.
-      if (p_.chat && !Send(sink, Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr)))
-        return false;
-      return true;
+      if (p_.chat) out.data += Event(Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
     }
     std::string text;            // sendable text not sent yet
     std::optional<json> canvas;  // a canvas event's data
@@ -168,11 +173,7 @@ class Streamer {
     std::string finish_reason;
     size_t completion_tokens = 0;
     {
-      std::unique_lock<std::mutex> l(sh_->m);
-      // Bounded wait so a silent client disconnect is noticed by the heartbeat below.
-      sh_->cv.wait_for(l, 250ms, [&] {
-        return sh_->finished || sh_->canvas_news || sh_->answer->Sendable().size() > sent_;
-      });
+      std::lock_guard<std::mutex> l(sh_->m);
       if (sh_->canvas_news) canvas = TakeCanvasLocked();
       const std::string_view sendable = sh_->answer->Sendable();
       if (sendable.size() > sent_) text = sendable.substr(sent_);
@@ -185,34 +186,24 @@ class Streamer {
         completion_tokens = sh_->CompletionTokensLocked();
       }
     }
-    if (canvas && !SendCanvas(sink, *canvas)) return false;
-    if (!text.empty()) {
-      if (!SendText(sink, text)) return false;
-      idle_ = 0;
-    } else if (!finished && ++idle_ >= 4) {
-      // An SSE comment once a second while nothing commits: clients ignore it, and a write to a
-      // closed connection fails, which is how a vanished client gets its request cancelled.
-      idle_ = 0;
-      if (!sink.write(": keep-alive\n\n", 14)) return false;
-    }
-    if (!finished) return sink.is_writable();
+    if (canvas) out.data += CanvasEvent(*canvas);
+    if (!text.empty())
+      out.data += Event(Chunk(p_.chat ? json{{"content", text}} : json(text), nullptr));
+    if (!finished) return out;
     if (error) {
-      const std::string ev = "data: " + Dump(ErrorBody(*error)) + "\n\n";
-      if (!sink.write(ev.data(), ev.size())) return false;
+      out.data += Event(ErrorBody(*error));
     } else {
-      const json delta = p_.chat ? json::object() : json();
-      if (!Send(sink, Chunk(delta, finish_reason, &result))) return false;
+      out.data += Event(Chunk(p_.chat ? json::object() : json(), finish_reason, &result));
       if (p_.include_usage) {
         json u = Base();
         u["choices"] = json::array();
         u["usage"] = Usage(p_.options.prompt.size(), completion_tokens);
-        if (!Send(sink, u)) return false;
+        out.data += Event(u);
       }
     }
-    static const char kDone[] = "data: [DONE]\n\n";
-    if (!sink.write(kDone, sizeof kDone - 1)) return false;
-    sink.done();
-    return true;
+    out.data += "data: [DONE]\n\n";
+    out.last = true;
+    return out;
   }
 
  private:
@@ -237,7 +228,7 @@ class Streamer {
   }
   // Under sh_->m: the positions changed since the last event, as {position, token, text}
   // (token and text null where the position is masked again), with the step and the committed
-  // length. Token texts are decoded outside the lock (SendCanvas).
+  // length. Token texts are decoded outside the lock (CanvasEvent).
   json TakeCanvasLocked() {
     json changes = json::array();
     for (size_t i = 0; i < sh_->changed.size(); ++i) {
@@ -250,22 +241,15 @@ class Streamer {
     sh_->canvas_news = false;
     return {{"step", sh_->canvas_step}, {"final_length", sh_->canvas_final}, {"changes", changes}};
   }
-  bool SendCanvas(httplib::DataSink& sink, json& data) {
+  std::string CanvasEvent(json& data) const {
     for (json& c : data["changes"]) {
       const json& t = c["token"];
       const int32_t id = t.is_null() ? 0 : t.get<int32_t>();
       c["text"] = t.is_null() ? json(nullptr) : json(ctx_.lm->tokenizer().Decode({&id, 1}));
     }
-    const std::string ev = "event: bicache.canvas\ndata: " + Dump(data) + "\n\n";
-    return sink.write(ev.data(), ev.size());
+    return "event: bicache.canvas\ndata: " + Dump(data) + "\n\n";
   }
-  bool SendText(httplib::DataSink& sink, const std::string& text) {
-    return Send(sink, Chunk(p_.chat ? json{{"content", text}} : json(text), nullptr));
-  }
-  bool Send(httplib::DataSink& sink, const json& j) {
-    const std::string ev = "data: " + Dump(j) + "\n\n";
-    return sink.write(ev.data(), ev.size());
-  }
+  static std::string Event(const json& j) { return "data: " + Dump(j) + "\n\n"; }
 
   std::shared_ptr<Shared> sh_;
   const GenerationContext& ctx_;
@@ -273,28 +257,66 @@ class Streamer {
   std::string id_;
   std::time_t created_;
   size_t sent_ = 0;  // bytes of the answer text sent
-  int idle_ = 0;
   bool started_ = false;
 };
 
-}  // namespace
-
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(Dump(ErrorBody(e)), "application/json");
+// The whole answer of a finished non-streaming request.
+HttpResponse WholeAnswer(Shared& sh, const ParsedRequest& p, const GenerationContext& ctx) {
+  std::lock_guard<std::mutex> l(sh.m);
+  if (sh.error) return ErrorResponse(*sh.error);
+  const std::string text(sh.answer->text());
+  json choice = {{"index", 0}, {"finish_reason", sh.FinishReasonLocked()}, {"logprobs", nullptr}};
+  if (p.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  const json out = {{"id", NewId(p.chat)},
+                    {"object", p.chat ? "chat.completion" : "text_completion"},
+                    {"created", std::time(nullptr)},
+                    {"model", ctx.model_id},
+                    {"choices", json::array({choice})},
+                    {"usage", Usage(p.options.prompt.size(), sh.CompletionTokensLocked())},
+                    {"bicache", CacheInfo(sh.result, p.options)}};
+  HttpResponse r;
+  r.body = Dump(out);
+  return r;
 }
 
-void HandleGeneration(const httplib::Request& req, const std::string& body, httplib::Response& res,
-                      const GenerationContext& ctx, bool chat) {
+// 429 for a full queue (the client's to retry); 503 for a scheduler that stopped between the
+// drain check and Submit (the server going away, as every request after SIGTERM gets).
+HttpResponse SubmitRefused(const Error& e) {
+  ApiError a;
+  const bool stopping = e.kind() == ErrorKind::kCancelled;
+  a.status = stopping ? 503 : 429;
+  a.type = stopping ? "server_error" : "rate_limit_error";
+  a.code = stopping ? "" : "server_overloaded";
+  a.message = e.what();
+  HttpResponse r = ErrorResponse(a);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+}  // namespace
+
+HttpResponse ErrorResponse(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.body = Dump(ErrorBody(e));
+  return r;
+}
+
+void HandleGeneration(const std::shared_ptr<Exchange>& ex, const GenerationContext& ctx,
+                      bool chat) {
   ParsedRequest p;
   try {
-    p = ParseGenerationRequest(body, chat, *ctx.lm, ctx.limits);
+    p = ParseGenerationRequest(ex->request().body, chat, *ctx.lm, ctx.limits);
   } catch (const ApiException& e) {
-    return SendError(res, e.error());
+    return ex->Respond(ErrorResponse(e.error()));
   } catch (const Error& e) {  // e.g. the tokenizer on odd input: still the client's request
     ApiError a;
     a.message = e.what();
-    return SendError(res, a);
+    return ex->Respond(ErrorResponse(a));
   }
   auto sh = std::make_shared<Shared>();
   sh->answer.emplace(ctx.lm->tokenizer(), p.stop);
@@ -303,62 +325,42 @@ void HandleGeneration(const httplib::Request& req, const std::string& body, http
     sh->canvas.assign(n, p.options.sampler.mask_id);
     sh->changed.assign(n, 0);
   }
+  std::shared_ptr<Streamer> streamer;
+  if (p.stream) {
+    streamer = std::make_shared<Streamer>(sh, ctx, p);
+    sh->wake = [ex] { ex->Notify(); };
+  } else {
+    // The exchange is held here until the answer: the scheduler delivers exactly one outcome per
+    // request (also on shutdown), so it is always answered.
+    sh->wake = [ex, raw = sh.get(), p, &ctx] {
+      bool done;
+      {
+        std::lock_guard<std::mutex> l(raw->m);
+        done = raw->finished;
+      }
+      if (done) ex->Respond(WholeAnswer(*raw, p, ctx));
+    };
+  }
   try {
     // Under the lock: a callback may run before Submit returns, and reads the handle.
     std::lock_guard<std::mutex> l(sh->m);
     sh->handle = ctx.scheduler->Submit(p.options, sh->Callbacks(sh));
   } catch (const Error& e) {
-    // A full queue is the client's to retry (429); a scheduler that stopped between the drain
-    // check and here is the server going away (503, as every request after SIGTERM gets).
-    ApiError a;
-    const bool stopping = e.kind() == ErrorKind::kCancelled;
-    a.status = stopping ? 503 : 429;
-    a.type = stopping ? "server_error" : "rate_limit_error";
-    a.code = stopping ? "" : "server_overloaded";
-    a.message = e.what();
-    res.set_header("Retry-After", "1");
-    return SendError(res, a);
+    sh->wake = nullptr;
+    return ex->Respond(SubmitRefused(e));
   }
-  if (p.stream) {
-    auto streamer = std::make_shared<Streamer>(sh, ctx, std::move(p));
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [streamer](size_t, httplib::DataSink& sink) { return streamer->Pump(sink); },
-        // Runs when the response ends for any reason; cancelling a finished request is a no-op,
-        // so a client that left mid-stream frees its batch slot and cache pin here.
-        [sh](bool) { sh->handle->Cancel(); });
-    return;
+  // A client that leaves, queued or running, cancels its request (freeing its batch slot and cache
+  // pin); weak, so a finished request's exchange and state do not hold each other.
+  ex->OnClientGone([weak = std::weak_ptr<Shared>(sh)] {
+    if (auto s = weak.lock()) s->handle->Cancel();
+  });
+  if (streamer) {
+    HttpResponse head;
+    head.content_type = "text/event-stream";
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    ex->BeginStream(
+        std::move(head), [streamer] { return streamer->Pull(); }, ": keep-alive\n\n");
   }
-  // The scheduler delivers exactly one outcome per request, also on shutdown, so this ends. While
-  // waiting, a client that hangs up cancels its request (freeing its batch slot and cache pin);
-  // see server/connection_watch.h for how the handler sees its socket.
-  const std::optional<ConnectionWatch> watch = ConnectionWatch::Find(req);
-  std::unique_lock<std::mutex> l(sh->m);
-  while (!sh->cv.wait_for(l, 100ms, [&] { return sh->finished; })) {
-    if (watch && !sh->handle->cancelled() && watch->PeerGone()) {
-      l.unlock();  // a queued request's on_error runs inside Cancel() and takes sh->m
-      sh->handle->Cancel();
-      l.lock();
-    }
-  }
-  if (sh->error) return SendError(res, *sh->error);
-  const engine::RequestResult& r = sh->result;
-  const std::string text(sh->answer->text());
-  json choice = {{"index", 0}, {"finish_reason", sh->FinishReasonLocked()}, {"logprobs", nullptr}};
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-  }
-  const json out = {{"id", NewId(chat)},
-                    {"object", chat ? "chat.completion" : "text_completion"},
-                    {"created", std::time(nullptr)},
-                    {"model", ctx.model_id},
-                    {"choices", json::array({choice})},
-                    {"usage", Usage(p.options.prompt.size(), sh->CompletionTokensLocked())},
-                    {"bicache", CacheInfo(r, p.options)}};
-  res.set_content(Dump(out), "application/json");
 }
 
 }  // namespace bicache::server

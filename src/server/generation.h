@@ -2,12 +2,13 @@
 // JSON body or as a Server-Sent Events stream of the committed (final) part of the canvas.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "engine/loaded_model.h"
 #include "engine/scheduler.h"
 #include "server/api_request.h"
-#include "server/httplib_wrap.h"
+#include "server/http/exchange.h"
 
 namespace bicache::server {
 
@@ -18,12 +19,12 @@ struct GenerationContext {
   ServerLimits limits;
 };
 
-// Writes an OpenAI error body with `e.status`.
-void SendError(httplib::Response& res, const ApiError& e);
+// An OpenAI error body with `e.status`.
+HttpResponse ErrorResponse(const ApiError& e);
 
-// Handles one generation request whose JSON body is `body` (read by the route, see server.cpp).
-// `ctx` must outlive the response (streams read it later).
-void HandleGeneration(const httplib::Request& req, const std::string& body, httplib::Response& res,
-                      const GenerationContext& ctx, bool chat);
+// Handles one generation request (its JSON body checked for presence by the route, see
+// server.cpp): answers through `ex` once the scheduler has finished it, or streams it. `ctx` must
+// outlive the answer (streams read it later).
+void HandleGeneration(const std::shared_ptr<Exchange>& ex, const GenerationContext& ctx, bool chat);
 
 }  // namespace bicache::server

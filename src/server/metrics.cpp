@@ -38,7 +38,7 @@ class Writer {
 }  // namespace
 
 std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id,
-                          const front::ConnectionStats& connections) {
+                          const ConnectionStats& connections) {
   Writer w("model_name=\"" + Escape(model_id) + "\"");
   const auto& c = s.cache.total;
   // vLLM names. "gpu" is historical: here it is the prefix cache in host memory. Usage is a

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "engine/scheduler.h"
-#include "server/front/front_end.h"
+#include "server/http/http_server.h"
 
 namespace bicache::server {
 
 std::string RenderMetrics(const engine::SchedulerStats& s, const std::string& model_id,
-                          const front::ConnectionStats& connections = {});
+                          const ConnectionStats& connections = {});
 
 }  // namespace bicache::server

@@ -1,17 +1,17 @@
-// The OpenAI-compatible HTTP server (docs/serving.md): an epoll front end (server/front/) owns the
-// public socket and every client connection and hands complete requests to cpp-httplib on a
-// Unix-domain socket in a private directory (mode 0700: no other user can connect, and there is no
-// second TCP listener), in front of one Scheduler.
+// The OpenAI-compatible HTTP server (docs/serving.md): the routes over one HTTP server
+// (server/http/: Boost.Beast, one listener, the public port) in front of one Scheduler.
 //
-// Threads: Serve()'s thread runs the front end's loop; httplib's pool runs handlers (each blocks on
-// its own request's outcome, so the pool is sized max_running + max_queue + a few); the scheduler's
-// worker runs every forward; the model loads on a background thread while /health answers 503.
+// Threads: Serve()'s thread runs the HTTP event loop (every connection); two pool threads run the
+// route handlers, which parse and submit and never wait for the engine (answers come back through
+// the scheduler's callbacks); the scheduler's worker runs every forward; the model loads on a
+// background thread while /health answers 503.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -20,13 +20,11 @@
 #include "engine/scheduler.h"
 #include "format/gguf.h"
 #include "server/api_request.h"
-#include "server/front/front_end.h"
-#include "server/front/sockets.h"
+#include "server/http/http_server.h"
 
 namespace bicache::server {
 
 struct GenerationContext;  // server/generation.h
-class WorkerServer;        // server.cpp: cpp-httplib on the internal socket
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -45,7 +43,7 @@ struct ServerOptions {
   double cache_budget_mb = 0;  // 0 = the engine's default
   // Connection deadlines and cap (--header-timeout, --body-timeout, --idle-timeout,
   // --max-connections); its max_body_bytes is taken from max_body_bytes above.
-  front::FrontOptions connections;
+  ConnectionOptions connections;
 };
 
 class Server {
@@ -53,8 +51,7 @@ class Server {
   explicit Server(ServerOptions options);
   ~Server();
 
-  // Binds the public socket (the front end's) and httplib's internal one (a private directory,
-  // removed with the Server); returns the public port (useful with port 0). Throws Error(kIo).
+  // Binds the public socket; returns its port (useful with port 0). Throws Error(kIo).
   int Bind();
   // Loads the model on a background thread; /health turns 200 when done.
   void StartLoading();
@@ -71,17 +68,15 @@ class Server {
   std::string load_error() const;
 
  private:
-  void Routes();
-  void InstallGate();           // Content-Length check, API key, readiness (pre-routing)
-  void InstallProbes();         // /health, /metrics, /v1/models
-  void InstallGeneration();     // POST /v1/completions and /v1/chat/completions
-  void InstallErrorHandlers();  // OpenAI-shaped bodies for 404/413/400/501 and exceptions
+  void Handle(const std::shared_ptr<Exchange>& ex);  // the route table (a pool thread)
+  std::optional<HttpResponse> Gate(const HttpRequest& req) const;  // API key, readiness
+  HttpResponse Health() const;
+  HttpResponse Models() const;
+  void Generate(const std::shared_ptr<Exchange>& ex, bool chat);
   void Load();
 
   ServerOptions options_;
-  std::unique_ptr<front::FrontEnd> front_;
-  std::unique_ptr<front::PrivateSocketDir> socket_dir_;  // outlives http_ (destroyed after it)
-  std::unique_ptr<WorkerServer> http_;
+  std::unique_ptr<HttpServer> http_;
   std::shared_ptr<GenerationContext> gen_;
   std::unique_ptr<engine::LoadedModel> lm_;
   std::unique_ptr<engine::Engine> engine_;
