@@ -2,12 +2,13 @@
 # Hardening checks (docs/hardening.md), run by `make test` after the ordinary test suite:
 #   asan  - AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/), the whole ctest suite
 #   tsan  - ThreadSanitizer build (build-tsan/), the concurrency tests: scheduler, prefix store and
-#           tree, engine batching, and the server CLI tests
+#           tree, engine batching, the HTTP connection layer and the server CLI tests
 #   fuzz  - libFuzzer build (build-fuzz/), each target for FUZZ_SECONDS (default 60) from its seed
 #           corpus; new inputs go to a scratch folder, crashes to build-fuzz/artifacts/
 # Usage: scripts/hardening.sh [asan] [tsan] [fuzz]     (no argument: all three, in that order)
 # Env:   FUZZ_SECONDS (per target), JOBS (build and ctest parallelism, default nproc),
-#        HARDENING_SKIP=1 (skip everything, e.g. for a quick local `make test`).
+#        FUZZ_ONLY="t1 t2" (fuzz only these targets), HARDENING_SKIP=1 (skip everything, e.g. for
+#        a quick local `make test`).
 # Any sanitizer report, crash or failing test makes the script exit non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +53,7 @@ stage_tsan() {
   (cd build-tsan && OMP_NUM_THREADS=1 BICACHE_TEST_THREADS=1 ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS")
 }
 
-FUZZ_TARGETS=(gguf_bytes gguf_structured tokenizer api_request chat http_request)
+FUZZ_TARGETS=(${FUZZ_ONLY:-gguf_bytes gguf_structured tokenizer api_request chat http_request})
 stage_fuzz() {
   configure build-fuzz -DBICACHE_FUZZ=ON
   cmake --build build-fuzz -j "$JOBS" --target bicache_fuzzers

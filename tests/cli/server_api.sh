@@ -129,7 +129,7 @@ check "threshold just under 1 accepted" [ "$(call POST $C "$TMP/edge1.json")" = 
 echo '{"prompt": "x", "max_tokens": 4, "top_p": 1e-46}' >"$TMP/edge2.json"
 check "top_p just over 0 accepted" [ "$(call POST $C "$TMP/edge2.json")" = 200 ]
 bad "temperature just over 2" $C 400 '{"prompt": "x", "temperature": 2.0000000001}'
-# `curl -d` sends a form Content-Type; a JSON body over 8 KiB (cpp-httplib's form cap) and under
+# `curl -d` sends a form Content-Type; a JSON body over 8 KiB (a common cap on form bodies) and under
 # --max-body-bytes is still read and parsed as JSON.
 { printf '{"prompt": "Hello", "max_tokens": 4}'; head -c 20000 /dev/zero | tr '\0' ' '; } >"$TMP/formbig.json"
 st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL$C" -d "@$TMP/formbig.json")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A non-streaming client that gives up mid-generation: its request is cancelled (the handler sees
-# the closed socket, src/server/connection_watch.h), which frees its batch slot and cache pin
+# A non-streaming client that gives up mid-generation: its request is cancelled (the HTTP server
+# watches its socket while the request is handled), which frees its batch slot and cache pin
 # long before the generation would have ended. Checks /metrics: nothing running, nothing pinned,
 # one cancellation, no finished request. Every wait is bounded in count.
 set -euo pipefail

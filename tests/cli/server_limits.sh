@@ -21,8 +21,8 @@ st=$(curl -s -o "$TMP/body" -w '%{http_code}' "$URL/v1/completions" -H 'Authoriz
 check "right key: 200" [ "$st" = 200 ]
 check "/health open without a key" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
 check "/metrics open without a key" [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics")" = 200 ]
-# A second server on the port in use fails with the reason (cpp-httplib's default SO_REUSEPORT
-# would let it bind too and take half of the connections).
+# A second server on the port in use fails with the reason (with SO_REUSEPORT it would bind too and
+# take half of the connections; the listener sets SO_REUSEADDR only).
 port=${URL##*:}
 rc=0
 timeout 60 "$BIN" serve -m "$M" -t 1 --host 127.0.0.1 --port "$port" >"$TMP/second" 2>&1 || rc=$?
