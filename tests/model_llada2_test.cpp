@@ -142,8 +142,8 @@ std::pair<std::vector<int>, std::vector<float>> Route(const GroupRouting& g) {
 }
 
 TEST(ModelLlada2, RouterChoosesInsideTheBestGroups) {
-  GroupRouting g{.n_expert = 8, .k = 2, .n_group = 4, .n_group_used = 2, .renormalise = true,
-                 .scale = 2.5f};
+  GroupRouting g{
+      .n_expert = 8, .k = 2, .n_group = 4, .n_group_used = 2, .renormalise = true, .scale = 2.5f};
   // Groups by their two best scores: 1 (1.30), 2 (1.23), 0 (1.00), 3 (0.20). Expert 0 (0.95)
   // would win a plain top-2 but its group is not kept.
   auto [ids, w] = Route(g);
@@ -168,10 +168,15 @@ TEST(ModelLlada2, RouterBiasChoosesButDoesNotWeigh) {
   std::vector<float> bias(8, 0.0f);
   bias[5] = 0.2f;
   bias[6] = 0.3f;
-  GroupRouting g{.n_expert = 8, .k = 2, .n_group = 4, .n_group_used = 1, .renormalise = true,
-                 .scale = 1.0f, .bias = bias.data()};
+  GroupRouting g{.n_expert = 8,
+                 .k = 2,
+                 .n_group = 4,
+                 .n_group_used = 1,
+                 .renormalise = true,
+                 .scale = 1.0f,
+                 .bias = bias.data()};
   auto [ids, w] = Route(g);
-  EXPECT_EQ(ids, (std::vector<int>{5, 4}));  // only group 2 is used
+  EXPECT_EQ(ids, (std::vector<int>{5, 4}));          // only group 2 is used
   EXPECT_NEAR(w[0], 0.58f / (0.58f + 0.65f), 1e-5);  // the unbiased score
   EXPECT_NEAR(w[1], 0.65f / (0.58f + 0.65f), 1e-5);
   // One expert per row is not renormalised (the published gate divides only for top_k > 1).
