@@ -1,8 +1,9 @@
-// Block-wise generation of the block-diffusion models (sdar, fast-dllm-v2; tests/data/block):
-// the engine's cached steps (K/V of finished blocks kept, only the current model block computed)
-// give the same tokens as a naive generator that recomputes the whole sequence at every step;
-// an exact prefix hit gives the same tokens as a miss and skips the prefix's work; a prefix that
-// ends inside a block is reused up to that block only; bad requests get one clear error each.
+// Block-wise generation of the block-diffusion models (sdar, fast-dllm-v2, llada2;
+// tests/data/block): the engine's cached steps (K/V of finished blocks kept, only the current model
+// block computed) give the same tokens as a naive generator that recomputes the whole sequence at
+// every step; an exact prefix hit gives the same tokens as a miss and skips the prefix's work; a
+// prefix that ends inside a block is reused up to that block only; bad requests get one clear error
+// each.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -195,7 +196,8 @@ TEST_P(EngineBlock, ModelBlockLengthIsTheModelsOwn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EngineBlock, ::testing::Values("sdar-tiny", "fast-dllm-v2-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, EngineBlock,
+                         ::testing::Values("sdar-tiny", "fast-dllm-v2-tiny", "llada2-tiny"));
 
 // The exact mode belongs to block-diffusion models: a bidirectional one says why not.
 TEST(EngineBlockModes, ABidirectionalModelRefusesExactPrefixReuse) {

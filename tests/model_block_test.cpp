@@ -108,8 +108,8 @@ TEST(ModelBlock, TraitsOfTheNewArchitectures) {
   EXPECT_EQ(f.sub_block_length, 4);
   EXPECT_EQ(fd->layers()[1].bv.size(), static_cast<size_t>(f.kv_dim()));
   // Every architecture has a traits row under its own name.
-  for (Arch a :
-       {Arch::kLlada, Arch::kDream, Arch::kLladaMoe, Arch::kRnd1, Arch::kSdar, Arch::kFastDllmV2}) {
+  for (Arch a : {Arch::kLlada, Arch::kDream, Arch::kLladaMoe, Arch::kRnd1, Arch::kSdar,
+                 Arch::kFastDllmV2, Arch::kLlada2}) {
     EXPECT_EQ(TraitsOf(a).arch, a);
     ASSERT_NE(FindArch(ArchName(a)), nullptr);
     EXPECT_EQ(FindArch(ArchName(a))->arch, a);
@@ -185,7 +185,8 @@ TEST_P(BlockForwardTest, AChangeInsideABlockLeavesEarlierBlocksUntouched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Block, BlockForwardTest,
-                         ::testing::Values("sdar-tiny.gguf", "fast-dllm-v2-tiny.gguf"),
+                         ::testing::Values("sdar-tiny.gguf", "fast-dllm-v2-tiny.gguf",
+                                           "llada2-tiny.gguf"),
                          [](const auto& info) {
                            std::string s = info.param.substr(0, info.param.find("-tiny"));
                            std::replace(s.begin(), s.end(), '-', '_');

@@ -11,15 +11,17 @@
 
 namespace bicache::model {
 
-enum class Arch { kLlada, kDream, kLladaMoe, kRnd1, kSdar, kFastDllmV2 };
+enum class Arch { kLlada, kDream, kLladaMoe, kRnd1, kSdar, kFastDllmV2, kLlada2 };
 
 // Which keys a token may attend to. kBlockCausal: position i sees j iff j / B <= i / B with B =
 // diffusion.block_length (bidirectional inside a block, causal across blocks).
 enum class AttentionMaskKind { kBidirectional, kBlockCausal };
 
 // How the feed-forward is routed: a dense SwiGLU, or a softmax router over the experts whose
-// top-k weights are used as routed (llada-moe) or renormalised to sum to 1 (rnd1).
-enum class RouterKind { kDense, kSoftmaxTopK, kSoftmaxTopKRenorm };
+// top-k weights are used as routed (llada-moe) or renormalised to sum to 1 (rnd1), or
+// BailingMoeV2's (llada2): sigmoid scores, a per-expert bias added for the choice only, the
+// choice limited to the best expert groups, the chosen scores renormalised and scaled.
+enum class RouterKind { kDense, kSoftmaxTopK, kSoftmaxTopKRenorm, kSigmoidGroupTopK };
 
 struct ArchTraits {
   Arch arch;
@@ -31,6 +33,9 @@ struct ArchTraits {
   bool shift_logits;                // default of diffusion.shift_logits: row i predicts i + 1
   AttentionMaskKind mask;           // attention mask kind
   bool sub_blocks;                  // diffusion.sub_block_length is read (fast-dllm-v2)
+  bool partial_rope;                // rope.dimension_count may be below the head size (llada2)
+  bool shared_experts;              // ffn_{gate,up,down}_shexp beside the routed experts
+  bool router_bias;                 // exp_probs_b.bias: the router's per-expert choice bias
   // Every architecture normalises with RMSNorm (attn_norm, ffn_norm, output_norm) and runs a
   // SwiGLU feed-forward; a future LayerNorm or GELU model adds a field here.
 };
@@ -69,6 +74,10 @@ enum class TensorId {
   kFfnGateExps,
   kFfnUpExps,
   kFfnDownExps,
+  kFfnExpProbsB,
+  kFfnGateShexp,
+  kFfnUpShexp,
+  kFfnDownShexp,
 };
 
 // The name of a whole-model tensor ("token_embd.weight"), or its suffix for a per-layer one

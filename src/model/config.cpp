@@ -58,6 +58,84 @@ void ReadExperts(const format::GgufFile& f, const std::string& p, ModelConfig* c
   if (c->d_ff == 0) c->d_ff = c->d_ff_exp * c->n_expert_used;
 }
 
+// The keys of llada2's BailingMoeV2 routing (llama.cpp's bailingmoe2 names): sigmoid gating,
+// expert groups, the routed weights' scale and renormalisation, the shared expert(s) and the
+// dense leading layers. One error per key that is missing or out of range.
+void ReadBailingMoe(const format::GgufFile& f, const std::string& p, ModelConfig* c) {
+  const std::string gating = p + "expert_gating_func";
+  if (!f.Has(gating))
+    Fail("metadata key '" + gating + "' is missing: " + ArchName(c->arch) +
+         " routes with sigmoid scores (2)");
+  if (const uint64_t g = f.GetUInt(gating); g != 2) {
+    Fail("metadata key '" + gating + "' = " + std::to_string(g) + ": " + ArchName(c->arch) +
+         " routes with sigmoid scores (2)");
+  }
+  const int E = c->n_expert;
+  c->n_expert_group = f.Has(p + "expert_group_count")
+                          ? ReadBounded(f, p + "expert_group_count", 1, static_cast<uint64_t>(E))
+                          : 1;
+  const int G = c->n_expert_group;
+  if (E % G != 0) {
+    Fail("metadata key '" + p + "expert_group_count' = " + std::to_string(G) +
+         " does not divide expert_count = " + std::to_string(E));
+  }
+  if (G > 1 && E / G < 2) {
+    Fail("metadata key '" + p + "expert_group_count' = " + std::to_string(G) +
+         " leaves one expert per group; a group is scored by its two best experts");
+  }
+  c->n_expert_group_used = f.Has(p + "expert_group_used_count")
+                               ? ReadBounded(f, p + "expert_group_used_count", 1, G)
+                               : G;
+  if (c->n_expert_used > c->n_expert_group_used * (E / G)) {
+    Fail("metadata key '" + p + "expert_used_count' = " + std::to_string(c->n_expert_used) +
+         " exceeds the " + std::to_string(c->n_expert_group_used * (E / G)) +
+         " experts of the expert_group_used_count groups a token may use");
+  }
+  const double scale = f.GetFloatOr(p + "expert_weights_scale").value_or(1.0);
+  if (!(scale > 0 && scale < 1e6))
+    Fail("metadata key '" + p + "expert_weights_scale' must be in (0, 1e6)");
+  c->expert_weights_scale = static_cast<float>(scale);
+  c->expert_weights_norm = f.GetBoolOr(p + "expert_weights_norm").value_or(false);
+  if (!f.Has(p + "expert_shared_count"))
+    Fail("metadata key '" + p + "expert_shared_count' is missing: " + ArchName(c->arch) +
+         " has a shared expert beside the routed ones");
+  c->n_expert_shared = ReadBounded(f, p + "expert_shared_count", 1, kMaxExperts);
+  c->d_ff_shexp = f.Has(p + "expert_shared_feed_forward_length")
+                      ? ReadBounded(f, p + "expert_shared_feed_forward_length", 1, kMaxDim * 4)
+                      : c->d_ff_exp * c->n_expert_shared;
+  c->n_layer_dense_lead = f.Has(p + "leading_dense_block_count")
+                              ? ReadBounded(f, p + "leading_dense_block_count", 0, c->n_layer)
+                              : 0;
+  if (c->n_layer_dense_lead > 0 && !f.Has(p + "feed_forward_length")) {
+    Fail("metadata key '" + p + "feed_forward_length' is missing: the " +
+         std::to_string(c->n_layer_dense_lead) + " leading dense layers need their width");
+  }
+  if (auto nextn = f.GetUIntOr(p + "nextn_predict_layers"); nextn && *nextn > 0) {
+    throw Error(ErrorKind::kUnsupported, "metadata key '" + p +
+                                             "nextn_predict_layers' = " + std::to_string(*nextn) +
+                                             ": multi-token-prediction layers are not supported");
+  }
+}
+
+// The RoPE width: rope.dimension_count when present, which must equal the head size unless the
+// architecture turns only part of each head (llada2), else the head size.
+int ReadRopeDim(const format::GgufFile& f, const std::string& p, const ArchTraits& t,
+                int head_dim) {
+  auto rope_dim = f.GetUIntOr(p + "rope.dimension_count");
+  if (!rope_dim) return head_dim;
+  if (*rope_dim == static_cast<uint64_t>(head_dim)) return head_dim;
+  if (!t.partial_rope) {
+    Fail("metadata key '" + p + "rope.dimension_count' = " + std::to_string(*rope_dim) +
+         " differs from the head dimension " + std::to_string(head_dim) +
+         " (partial RoPE is not supported)");
+  }
+  if (*rope_dim < 2 || *rope_dim > static_cast<uint64_t>(head_dim) || *rope_dim % 2 != 0) {
+    Fail("metadata key '" + p + "rope.dimension_count' = " + std::to_string(*rope_dim) +
+         " must be even and in [2, " + std::to_string(head_dim) + "] (the head dimension)");
+  }
+  return static_cast<int>(*rope_dim);
+}
+
 // attention.key_length when present (Qwen3 lineage: n_head * head_dim need not be d_model; the
 // value length must then equal it), else d_model / n_head.
 int ReadHeadDim(const format::GgufFile& f, const std::string& p, const ModelConfig& c) {
@@ -131,6 +209,7 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
                ? ReadBounded(f, p + "feed_forward_length", 1, kMaxDim * 4)
                : 0;
   if (moe) ReadExperts(f, p, &c);
+  if (traits->router == RouterKind::kSigmoidGroupTopK) ReadBailingMoe(f, p, &c);
   c.context_length = ReadBounded(f, p + "context_length", 1, kMaxContext);
   const double eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon");
   if (!(eps > 0 && eps < 1))
@@ -148,13 +227,7 @@ ModelConfig ReadConfig(const format::GgufFile& f) {
   c.head_dim = ReadHeadDim(f, p, c);
   if (c.head_dim % 2 != 0)
     Fail("head dimension " + std::to_string(c.head_dim) + " is odd; RoPE needs pairs");
-  if (auto rope_dim = f.GetUIntOr(p + "rope.dimension_count")) {
-    if (*rope_dim != static_cast<uint64_t>(c.head_dim)) {
-      Fail("metadata key '" + p + "rope.dimension_count' = " + std::to_string(*rope_dim) +
-           " differs from the head dimension " + std::to_string(c.head_dim) +
-           " (partial RoPE is not supported)");
-    }
-  }
+  c.rope_dim = ReadRopeDim(f, p, *traits, c.head_dim);
   if (auto causal = f.GetBoolOr(p + "attention.causal"); causal && *causal) {
     throw Error(ErrorKind::kUnsupported,
                 "metadata key '" + p +

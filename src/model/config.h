@@ -1,6 +1,6 @@
 // Model hyper-parameters read from GGUF metadata (architectures `llada`, `dream`, the
-// mixture-of-experts `llada-moe` and `rnd1`, and the block-diffusion `sdar` and `fast-dllm-v2`;
-// model/arch.h holds what each architecture implies).
+// mixture-of-experts `llada-moe` and `rnd1`, the block-diffusion `sdar` and `fast-dllm-v2`, and
+// the block-diffusion mixture `llada2`; model/arch.h holds what each architecture implies).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,8 @@ struct ModelConfig {
   int context_length = 0;      // {arch}.context_length
   float rms_eps = 1e-5f;       // {arch}.attention.layer_norm_rms_epsilon
   float rope_base = 10000.0f;  // {arch}.rope.freq_base
+  int rope_dim = 0;  // {arch}.rope.dimension_count (default head_dim): RoPE turns the first
+                     // rope_dim values of each head, the rest pass (llada2: head_dim / 2)
   kernels::RopeLayout rope_layout = kernels::RopeLayout::kNormal;  // llada normal, dream neox
   bool shift_logits = false;   // diffusion.shift_logits; absent: false for llada, true for dream
   int32_t mask_token_id = -1;  // tokenizer.ggml.mask_token_id (required)
@@ -33,9 +35,16 @@ struct ModelConfig {
   int n_expert_used = 0;  // {arch}.expert_used_count (top-k per token)
   int d_ff_exp = 0;       // {arch}.expert_feed_forward_length (default d_ff / n_expert_used)
   bool expert_weights_norm =
-      false;              // renormalise the chosen router weights (rnd1 yes, llada-moe no)
-  bool qk_norm = false;   // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
-  bool qkv_bias = false;  // Q/K/V projections carry biases (dream, fast-dllm-v2)
+      false;  // renormalise the chosen router weights (rnd1 yes, llada-moe no)
+  // llada2 (BailingMoeV2): dense leading layers, grouped sigmoid routing, shared experts.
+  int n_layer_dense_lead = 0;         // {arch}.leading_dense_block_count: layers < it are dense
+  int n_expert_group = 1;             // {arch}.expert_group_count (divides n_expert)
+  int n_expert_group_used = 1;        // {arch}.expert_group_used_count: groups a token may use
+  float expert_weights_scale = 1.0f;  // {arch}.expert_weights_scale: scales the routed weights
+  int n_expert_shared = 0;            // {arch}.expert_shared_count
+  int d_ff_shexp = 0;                 // width of ffn_*_shexp (all shared experts together)
+  bool qk_norm = false;               // per-head RMSNorm on Q and K before RoPE (attn_{q,k}_norm)
+  bool qkv_bias = false;              // Q/K/V projections carry biases (dream, fast-dllm-v2)
   // Block diffusion (sdar, fast-dllm-v2): attention is block-causal over blocks of block_length
   // absolute positions; 0 with kBidirectional.
   AttentionMaskKind attention_mask = AttentionMaskKind::kBidirectional;
@@ -45,6 +54,8 @@ struct ModelConfig {
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
   bool is_moe() const { return n_expert > 0; }
+  // Whether layer l's feed-forward is routed (llada2's leading layers are dense).
+  bool LayerIsMoe(int l) const { return is_moe() && l >= n_layer_dense_lead; }
   bool block_causal() const { return attention_mask == AttentionMaskKind::kBlockCausal; }
   // The block a block-diffusion model denoises at a time: its sub-block (fast-dllm-v2) or its
   // block (sdar); 0 for a bidirectional model.

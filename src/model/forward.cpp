@@ -254,10 +254,23 @@ void ProjectQkv(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf
     });
   }
   ParallelRows(R, [&](int b, int e) {
-    kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &buf.pos[b], c.rope_base,
-                  c.rope_layout);
-    kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &buf.pos[b], c.rope_base,
-                  c.rope_layout);
+    if (c.rope_dim == hd) {
+      kernels::Rope(&q[(size_t)b * qd], e - b, qd, c.n_head, hd, &buf.pos[b], c.rope_base,
+                    c.rope_layout);
+      kernels::Rope(&k[(size_t)b * kvd], e - b, kvd, c.n_kv_head, hd, &buf.pos[b], c.rope_base,
+                    c.rope_layout);
+      return;
+    }
+    // Partial RoPE (llada2): the first rope_dim values of each head turn as a head of rope_dim
+    // (frequencies base^(-2i/rope_dim)), the rest pass unchanged; one head at a time.
+    for (int h = 0; h < c.n_head; ++h) {
+      kernels::Rope(&q[(size_t)b * qd + (size_t)h * hd], e - b, qd, 1, c.rope_dim, &buf.pos[b],
+                    c.rope_base, c.rope_layout);
+    }
+    for (int h = 0; h < c.n_kv_head; ++h) {
+      kernels::Rope(&k[(size_t)b * kvd + (size_t)h * hd], e - b, kvd, 1, c.rope_dim, &buf.pos[b],
+                    c.rope_base, c.rope_layout);
+    }
   });
 }
 
@@ -302,15 +315,15 @@ void AttendSequences(const ModelConfig& c, const std::vector<SeqView>& seqs, con
   }
 }
 
-// x += W_down(SwiGLU(W_gate h, W_up h)) with h = RMSNorm(x); for MoE, x += MoE(h).
-void FeedForward(const ModelConfig& c, const LayerWeights& w, int R, Buffers& buf,
+// x += W_down(SwiGLU(W_gate h, W_up h)) with h = RMSNorm(x); for a routed layer l, x += MoE(h).
+void FeedForward(const ModelConfig& c, const LayerWeights& w, int l, int R, Buffers& buf,
                  ForwardStats* st) {
   const int d = c.d_model, ff = c.d_ff;
   float *x = buf.x, *h = buf.h, *gate = buf.gate, *up = buf.up;
   ParallelRows(R, [&](int b, int e) {
     kernels::RmsNorm(&x[(size_t)b * d], w.ffn_norm.data(), &h[(size_t)b * d], e - b, d, c.rms_eps);
   });
-  if (c.is_moe()) {
+  if (c.LayerIsMoe(l)) {
     MoeFeedForward(c, w, h, R, x, st);
     return;
   }
@@ -348,7 +361,7 @@ void RunLayer(const Model& model, const std::vector<SeqView>& seqs, const Layout
   });
 
   // ---- feed-forward block (SwiGLU) ----
-  FeedForward(c, w, R, buf, st);
+  FeedForward(c, w, l, R, buf, st);
 }
 
 // The output head on the requested rows only: RMSNorm, then the vocabulary projection into each

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/ops.h"
@@ -18,6 +19,30 @@ struct MoeScratch {
   std::vector<float> logits, weights, xe, gate, up, ye;
   std::vector<int> ids, slot_of, begin, next;
 };
+
+// The best of `n` scores not yet taken (taken[i] true), ties to the lower index; -1 if none.
+int BestUntaken(const float* score, const std::vector<char>& taken, int n) {
+  int best = -1;
+  for (int i = 0; i < n; ++i) {
+    if (!taken[i] && (best < 0 || score[i] > score[best])) best = i;
+  }
+  return best;
+}
+
+// x[rows, d] += W_down(SwiGLU(W_gate h, W_up h)) of llada2's shared expert(s).
+void SharedExperts(const ModelConfig& c, const LayerWeights& w, const float* h, int rows, float* x,
+                   MoeScratch& sc, ForwardStats* st) {
+  const int d = c.d_model, sh = c.d_ff_shexp;
+  float* gate = GrowTo(sc.gate, static_cast<size_t>(rows) * sh);  // [rows, sh]
+  float* up = GrowTo(sc.up, static_cast<size_t>(rows) * sh);      // [rows, sh]
+  float* y = GrowTo(sc.ye, static_cast<size_t>(rows) * d);        // [rows, d]
+  w.shexp_gate.Forward(h, rows, gate);
+  w.shexp_up.Forward(h, rows, up);
+  kernels::SwiGlu(gate, up, gate, static_cast<size_t>(rows) * sh);
+  w.shexp_down.Forward(gate, rows, y);
+  kernels::AddInPlace(x, y, static_cast<size_t>(rows) * d);
+  st->matmul_flops += 2.0 * rows * 3.0 * d * sh;
+}
 
 // logits[r, e] = router[e, :] . h[r, :] in float32.   h: [rows, d], router: [E, d]
 void RouterLogits(const float* router, const float* h, int rows, int d, int E, float* logits) {
@@ -71,6 +96,52 @@ void RouteTopK(float* logits, int rows, int n_expert, int k, bool renormalise, i
   }
 }
 
+void RouteSigmoidGroupTopK(const float* logits, int rows, const GroupRouting& g, int* ids,
+                           float* weights) {
+  const int E = g.n_expert, G = g.n_group, per = E / G, K = g.k;
+  std::vector<float> s(E), choice(E), group(G);
+  std::vector<char> taken(E), group_off(G);
+  for (int r = 0; r < rows; ++r) {
+    const float* lg = logits + static_cast<size_t>(r) * E;
+    for (int e = 0; e < E; ++e) {
+      s[e] = 1.0f / (1.0f + std::exp(-lg[e]));
+      choice[e] = s[e] + (g.bias ? g.bias[e] : 0.0f);
+    }
+    std::fill(taken.begin(), taken.end(), 0);
+    if (g.n_group_used < G) {  // keep the best groups: mark the others' experts as taken
+      for (int gi = 0; gi < G; ++gi) {
+        const float* cg = &choice[static_cast<size_t>(gi) * per];
+        const int a = static_cast<int>(std::max_element(cg, cg + per) - cg);
+        float second = -INFINITY;
+        for (int i = 0; i < per; ++i) {
+          if (i != a) second = std::max(second, cg[i]);
+        }
+        group[gi] = cg[a] + second;
+      }
+      std::fill(group_off.begin(), group_off.end(), 1);
+      for (int j = 0; j < g.n_group_used; ++j) {
+        int best = -1;
+        for (int gi = 0; gi < G; ++gi) {
+          if (group_off[gi] && (best < 0 || group[gi] > group[best])) best = gi;
+        }
+        group_off[best] = 0;
+      }
+      for (int e = 0; e < E; ++e) taken[e] = group_off[e / per];
+    }
+    int* id = ids + static_cast<size_t>(r) * K;
+    float* wt = weights + static_cast<size_t>(r) * K;
+    float sum = 0;
+    for (int j = 0; j < K; ++j) {  // K passes: k and E are small (8 of 256 for LLaDA2.0-mini)
+      id[j] = BestUntaken(choice.data(), taken, E);
+      taken[id[j]] = 1;
+      wt[j] = s[id[j]];
+      sum += wt[j];
+    }
+    const float norm = g.renormalise && K > 1 ? 1.0f / (sum + 1e-20f) : 1.0f;
+    for (int j = 0; j < K; ++j) wt[j] *= norm * g.scale;
+  }
+}
+
 void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h, int rows, float* x,
                     ForwardStats* st) {
   const int d = c.d_model, ff = c.d_ff_exp, E = c.n_expert, K = c.n_expert_used;
@@ -82,7 +153,18 @@ void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h,
   int* slot_of = GrowTo(sc.slot_of, slots);                          // slots grouped by expert
   int* begin = GrowTo(sc.begin, static_cast<size_t>(E) + 1);
   RouterLogits(w.router.data(), h, rows, d, E, logits);
-  RouteTopK(logits, rows, E, K, c.expert_weights_norm, ids, wts);
+  if (c.traits().router == RouterKind::kSigmoidGroupTopK) {
+    const GroupRouting g{.n_expert = E,
+                         .k = K,
+                         .n_group = c.n_expert_group,
+                         .n_group_used = c.n_expert_group_used,
+                         .renormalise = c.expert_weights_norm,
+                         .scale = c.expert_weights_scale,
+                         .bias = w.router_bias.empty() ? nullptr : w.router_bias.data()};
+    RouteSigmoidGroupTopK(logits, rows, g, ids, wts);
+  } else {
+    RouteTopK(logits, rows, E, K, c.expert_weights_norm, ids, wts);
+  }
   GroupByExpert(ids, static_cast<int>(slots), E, begin, GrowTo(sc.next, static_cast<size_t>(E)),
                 slot_of);
   st->matmul_flops += 2.0 * rows * E * d;
@@ -111,6 +193,7 @@ void MoeFeedForward(const ModelConfig& c, const LayerWeights& w, const float* h,
       for (int j = 0; j < d; ++j) xr[j] += g * yr[j];
     }
   }
+  if (c.traits().shared_experts) SharedExperts(c, w, h, rows, x, sc, st);
 }
 
 }  // namespace bicache::model

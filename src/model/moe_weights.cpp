@@ -70,6 +70,17 @@ std::vector<kernels::Linear> LoadExperts(const format::GgufFile& f, const std::s
   return experts;
 }
 
+// A shared expert's matrix [out, in] (ne = {in, out}).
+kernels::Linear LoadShared(const format::GgufFile& f, const std::string& name, uint64_t in,
+                           uint64_t out) {
+  const format::TensorInfo& t = Find(f, name);
+  if (t.ne != std::vector<uint64_t>{in, out}) {
+    Fail("tensor '" + name + "' has shape " + format::ShapeString(t.ne) + ", expected [" +
+         std::to_string(in) + ", " + std::to_string(out) + "]");
+  }
+  return kernels::Linear::FromTensor(t);
+}
+
 }  // namespace
 
 void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, int layer, LayerWeights* w) {
@@ -78,6 +89,28 @@ void LoadMoeFfn(const format::GgufFile& f, const ModelConfig& c, int layer, Laye
   w->exp_gate = LoadExperts(f, TensorName(TensorId::kFfnGateExps, layer), d, ff, n);
   w->exp_up = LoadExperts(f, TensorName(TensorId::kFfnUpExps, layer), d, ff, n);
   w->exp_down = LoadExperts(f, TensorName(TensorId::kFfnDownExps, layer), ff, d, n);
+  const ArchTraits& t = c.traits();
+  if (t.router_bias) {
+    const std::string name = TensorName(TensorId::kFfnExpProbsB, layer);
+    const format::TensorInfo* b = f.FindTensor(name);
+    if (!b) {
+      Fail("tensor '" + name + "' is missing: " + t.name +
+           "'s router adds a per-expert bias to choose its experts");
+    }
+    if (b->ne != std::vector<uint64_t>{n}) {
+      Fail("tensor '" + name + "' has shape " + format::ShapeString(b->ne) + ", expected [" +
+           std::to_string(n) + "] (one bias per expert)");
+    }
+    Find(f, name);  // a type the engine reads
+    w->router_bias.resize(n);
+    kernels::DequantizeRow(b->type, b->data, w->router_bias.data(), n);
+  }
+  if (t.shared_experts) {
+    const uint64_t sh = c.d_ff_shexp;
+    w->shexp_gate = LoadShared(f, TensorName(TensorId::kFfnGateShexp, layer), d, sh);
+    w->shexp_up = LoadShared(f, TensorName(TensorId::kFfnUpShexp, layer), d, sh);
+    w->shexp_down = LoadShared(f, TensorName(TensorId::kFfnDownShexp, layer), sh, d);
+  }
 }
 
 }  // namespace bicache::model

@@ -99,7 +99,8 @@ bool IsValueProjection(const std::string& name) {
   return Is(name, TensorId::kAttnV) || Is(name, TensorId::kAttnQkv);
 }
 bool IsDownProjection(const std::string& name) {
-  return Is(name, TensorId::kFfnDown) || Is(name, TensorId::kFfnDownExps);
+  return Is(name, TensorId::kFfnDown) || Is(name, TensorId::kFfnDownExps) ||
+         Is(name, TensorId::kFfnDownShexp);
 }
 
 uint64_t BlockElems(TensorType type) {

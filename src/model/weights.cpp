@@ -85,7 +85,7 @@ void LoadLayer(const format::GgufFile& f, const ModelConfig& c, int l, LayerWeig
     w.q_norm = LoadRequired(f, c, name(TensorId::kAttnQNorm), c.head_dim, kWhy);
     w.k_norm = LoadRequired(f, c, name(TensorId::kAttnKNorm), c.head_dim, kWhy);
   }
-  if (c.is_moe()) {
+  if (c.LayerIsMoe(l)) {
     LoadMoeFfn(f, c, l, &w);
     return;
   }

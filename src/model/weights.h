@@ -32,6 +32,11 @@ struct LayerWeights {
   std::vector<kernels::Linear> exp_gate;  // n_expert x [d_ff_exp, d]  slices of ffn_gate_exps
   std::vector<kernels::Linear> exp_up;    // n_expert x [d_ff_exp, d]  slices of ffn_up_exps
   std::vector<kernels::Linear> exp_down;  // n_expert x [d, d_ff_exp]  slices of ffn_down_exps
+  // llada2: the router's choice bias and the shared expert(s), run on every row.
+  std::vector<float> router_bias;  // [n_expert] exp_probs_b.bias, float32
+  kernels::Linear shexp_gate;      // [d_ff_shexp, d]
+  kernels::Linear shexp_up;        // [d_ff_shexp, d]
+  kernels::Linear shexp_down;      // [d, d_ff_shexp]
 };
 
 class Model {
