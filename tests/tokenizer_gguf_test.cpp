@@ -105,6 +105,16 @@ TEST(TokenizerGguf, RejectsBadMetadata) {
   ExpectError([&] { Load(w); }, ErrorKind::kModel, "tokenizer.ggml.tokens");
 }
 
+// A converted LLaDA2.x / Ling 2.0 file says bailingmoe2 (llama.cpp's name); it loads and encodes.
+TEST(TokenizerGguf, BailingMoe2Loads) {
+  GgufWriter w = MinimalWriter();
+  w.SetValue("tokenizer.ggml.pre", Value::Str("bailingmoe2"));
+  Tokenizer tok = Load(w);
+  EXPECT_EQ(tok.pre(), "bailingmoe2");
+  EXPECT_EQ(tok.pretokenizer().kind(), "bailingmoe");
+  EXPECT_EQ(tok.Encode("abab"), (std::vector<int32_t>{2, 2}));
+}
+
 TEST(TokenizerGguf, PreDefaultsToGpt2) {
   GgufWriter w2;  // no tokenizer.ggml.pre, no token_type
   w2.SetValue("tokenizer.ggml.model", Value::Str("gpt2"));

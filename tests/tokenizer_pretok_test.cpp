@@ -1,11 +1,16 @@
 // Pre-tokenizer splits for each named regex. Expected pieces were worked out by hand from the
 // pattern definitions (alternatives tried left to right at each position, greedy with
-// backtracking); the comments give the deciding alternative.
+// backtracking); the comments give the deciding alternative. The bailingmoe pieces come from
+// Python's `regex` module instead (tests/data/pretok_bailingmoe.json, written by
+// tools/reference/make_pretok_golden.py from llama.cpp's pattern).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tokenizer/pretokenizer.h"
 #include "util/error.h"
 
@@ -37,12 +42,21 @@ TEST(PreTokenizer, NamesAndAliases) {
   EXPECT_FALSE(PreTokenizer("gpt2-digits").ignore_merges());
   EXPECT_TRUE(PreTokenizer("llama-bpe").ignore_merges());
   EXPECT_FALSE(PreTokenizer("qwen2").ignore_merges());
-  try {
-    PreTokenizer p("deepseek-llm");
-    FAIL() << "unknown pre-tokenizer accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("deepseek-llm"), std::string::npos);
+  // llama.cpp gives all three names LLAMA_VOCAB_PRE_TYPE_BAILINGMOE, without ignore_merges.
+  for (const char* pre : {"bailingmoe", "bailingmoe2", "llada-moe"}) {
+    EXPECT_EQ(PreTokenizer(pre).kind(), "bailingmoe") << pre;
+    EXPECT_FALSE(PreTokenizer(pre).ignore_merges()) << pre;
+  }
+  for (const char* unknown : {"deepseek-llm", "bailingmoe3", "BailingMoe2"}) {
+    try {
+      PreTokenizer p(unknown);
+      ADD_FAILURE() << "unknown pre-tokenizer accepted: " << unknown;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string("'") + unknown + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("bailingmoe2"), std::string::npos) << "supported names listed: " << msg;
+    }
   }
 }
 
@@ -100,8 +114,41 @@ TEST(PreTokenizer, Qwen2) {
   EXPECT_EQ(Split("qwen2", "we'll"), (Pieces{"we", "'ll"}));
 }
 
+// Every case of the fixture, under each name it lists: the engine's pattern is the fixture's (the
+// one read from llama.cpp) and PCRE2 splits each text into the pieces Python's `regex` gave.
+TEST(PreTokenizer, BailingMoeMatchesPythonRegex) {
+  std::ifstream f(testing::DataPath("pretok_bailingmoe.json"));
+  ASSERT_TRUE(f) << "tests/data/pretok_bailingmoe.json";
+  const nlohmann::json doc = nlohmann::json::parse(f);
+  const auto pres = doc.at("pre").get<std::vector<std::string>>();
+  ASSERT_EQ(pres, (Pieces{"bailingmoe", "bailingmoe2", "llada-moe"}));
+  ASSERT_GE(doc.at("cases").size(), 8u);
+  for (const std::string& pre : pres) {
+    EXPECT_EQ(PreTokenizer(pre).pattern(), doc.at("pattern").get<std::string>()) << pre;
+    for (const auto& c : doc.at("cases")) {
+      const std::string text = c.at("text").get<std::string>();
+      EXPECT_EQ(Split(pre.c_str(), text), c.at("pieces").get<Pieces>())
+          << pre << ": " << c.at("what").get<std::string>();
+    }
+  }
+  // The generator found qwen2's pattern splitting the same except where its (?i) folds U+017F.
+  for (const auto& c : doc.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    const bool same = Split("qwen2", text) == c.at("pieces").get<Pieces>();
+    EXPECT_EQ(same, !c.at("case_fold_differs").get<bool>()) << text;
+  }
+}
+
+TEST(PreTokenizer, BailingMoe) {
+  // Spelled out (Python's regex gives the same pieces): one digit per piece; a whitespace run up to
+  // its last newline is one piece; contractions in any case; the long s is not a contraction.
+  EXPECT_EQ(Split("bailingmoe2", "x 12\n \n  y"), (Pieces{"x", " ", "1", "2", "\n \n", " ", " y"}));
+  EXPECT_EQ(Split("bailingmoe2", "WE'LL it'ſt"), (Pieces{"WE", "'LL", " it", "'ſt"}));
+  EXPECT_EQ(Split("qwen2", "it'ſt"), (Pieces{"it", "'ſ", "t"}));
+}
+
 TEST(PreTokenizer, InvalidUtf8BytesBecomeTheirOwnPieces) {
-  for (const char* pre : {"gpt2", "gpt2-digits", "llama3", "qwen2"}) {
+  for (const char* pre : {"gpt2", "gpt2-digits", "llama3", "qwen2", "bailingmoe2"}) {
     EXPECT_EQ(Split(pre,
                     "ab\xFF"
                     "cd"),

@@ -31,6 +31,17 @@ constexpr const char* kLlama3 =
 constexpr const char* kQwen2 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Ling / BailingMoe (llama.cpp LLAMA_VOCAB_PRE_TYPE_BAILINGMOE, which `tokenizer.ggml.pre`
+// "bailingmoe" (Ling 1.x), "bailingmoe2" (Ling 2.0, LLaDA2.x) and "llada-moe" all select), as
+// llama.cpp compiles it (src/llama-vocab.cpp, llm_tokenizer_bpe's constructor): contractions only
+// after an apostrophe, case spelled out per letter ([sS], not (?i), so U+017F long s is no 's');
+// every digit its own piece; a whitespace run up to its last newline is one piece
+// (\s*[\r\n]). llama.cpp made the tokenizer.json original's possessive `?+` / `++` greedy; that
+// changes no split, as tools/reference/make_pretok_golden.py checks. Otherwise it splits as qwen2.
+// llama.cpp sets no ignore_merges for it (and clean_spaces = false, a decode step bicache lacks).
+constexpr const char* kBailingMoe =
+    R"('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
+
 struct Choice {
   const char* kind;
   const char* pattern;
@@ -49,6 +60,8 @@ bool Lookup(std::string_view pre, Choice* c) {
     *c = {"llama3", kLlama3, true};
   } else if (pre == "qwen2" || pre == "dream") {
     *c = {"qwen2", kQwen2, false};
+  } else if (pre == "bailingmoe" || pre == "bailingmoe2" || pre == "llada-moe") {
+    *c = {"bailingmoe", kBailingMoe, false};
   } else {
     return false;
   }
@@ -68,7 +81,7 @@ PreTokenizer::PreTokenizer(std::string_view pre) {
     throw Error(ErrorKind::kUnsupported,
                 "tokenizer.ggml.pre '" + std::string(pre) +
                     "' is not a supported pre-tokenizer (supported: default, gpt2, gpt2-digits, "
-                    "llama-bpe, llama3, llada, qwen2)");
+                    "llama-bpe, llama3, llada, qwen2, dream, bailingmoe, bailingmoe2, llada-moe)");
   }
   kind_ = c.kind;
   pattern_ = c.pattern;

@@ -21,7 +21,8 @@ class PreTokenizer {
   PreTokenizer& operator=(PreTokenizer&&) noexcept;
   ~PreTokenizer();
 
-  // Canonical name of the chosen pattern: "gpt2", "llama3" or "qwen2".
+  // Canonical name of the chosen pattern: "gpt2", "gpt2-digits", "llama3", "qwen2" or
+  // "bailingmoe".
   const std::string& kind() const { return kind_; }
   // LLaMA-3 vocabularies look a whole piece up before merging (llama.cpp `ignore_merges`).
   bool ignore_merges() const { return ignore_merges_; }
