@@ -17,16 +17,11 @@ namespace {
 
 using bicache::testing::DataPath;
 using bicache::testing::FullLogits;
+using bicache::testing::MaxAbsDiff;
 
 nlohmann::json Golden() {
   std::ifstream f(DataPath("golden/golden.json"));
   return nlohmann::json::parse(f);
-}
-
-float MaxAbsDiff(const float* a, const float* b, size_t n) {
-  float d = 0;
-  for (size_t i = 0; i < n; ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
 }
 
 TEST(ModelGolden, EveryGoldenFileMatchesTheReference) {

@@ -23,12 +23,7 @@ namespace {
 
 using bicache::testing::DataPath;
 using bicache::testing::FullLogits;
-
-float MaxAbsDiff(const float* a, const float* b, size_t n) {
-  float d = 0;
-  for (size_t i = 0; i < n; ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
+using bicache::testing::MaxAbsDiff;
 
 nlohmann::json Golden() {
   std::ifstream f(DataPath("block/llada2_golden.json"));

@@ -38,9 +38,7 @@ nlohmann::json Manifest() {
 }
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
+  return testing::MaxAbsDiff(a.data(), b.data(), a.size());
 }
 
 float RmsDiff(const std::vector<float>& a, const std::vector<float>& b) {

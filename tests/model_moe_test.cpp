@@ -22,9 +22,7 @@ using bicache::testing::DataPath;
 using bicache::testing::FullLogits;
 
 float MaxAbsDiff(const std::vector<float>& a, const float* b) {
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
+  return testing::MaxAbsDiff(a.data(), b, a.size());
 }
 
 TEST(ModelMoe, GoldenFilesMatchTheReference) {

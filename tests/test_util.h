@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -51,6 +52,13 @@ inline void ExpectNear(const std::vector<float>& a, const std::vector<float>& b,
 
 // tests/data/REL in the source tree (test_paths.cpp: the one test file that knows the path).
 std::string DataPath(const std::string& rel);
+
+// The largest |a[i] - b[i]| over n values (the golden-logit tests' measure).
+inline float MaxAbsDiff(const float* a, const float* b, size_t n) {
+  float d = 0;
+  for (size_t i = 0; i < n; ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
 
 inline std::vector<float> ReadF32File(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);

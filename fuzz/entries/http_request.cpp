@@ -39,9 +39,9 @@ void HttpRequest(Input in) {
       return;  // the connection closes after a refusal
     }
     if (!r.request) return;  // the input ended inside a request
-    BICACHE_FUZZ_CHECK(whole.request && r.consumed == whole.consumed &&
-                           r.request->body == whole.request->body,
-                       "where a request ends depends on the piece size");
+    BICACHE_FUZZ_CHECK(
+        whole.request && r.consumed == whole.consumed && r.request->body == whole.request->body,
+        "where a request ends depends on the piece size");
     BICACHE_FUZZ_CHECK(r.request->body.size() <= max_body, "a body over the limit was accepted");
     const std::string length = r.request->header("Content-Length");
     if (!length.empty() && r.request->header("Transfer-Encoding").empty()) {

@@ -31,7 +31,9 @@ HttpClient::HttpClient(std::string host, int port, std::chrono::seconds timeout)
 
 HttpClient::~HttpClient() = default;
 
-HttpResult HttpClient::Get(const std::string& path) { return Send("GET", path, ""); }
+HttpResult HttpClient::Get(const std::string& path) {
+  return Send("GET", path, "");
+}
 
 HttpResult HttpClient::Post(const std::string& path, const std::string& body) {
   return Send("POST", path, body);

@@ -9,10 +9,10 @@
 namespace bicache::harness {
 
 struct HttpResult {
-  bool ok = false;     // a response arrived (any status)
+  bool ok = false;  // a response arrived (any status)
   int status = 0;
   std::string body;
-  std::string error;   // the transport error when !ok
+  std::string error;  // the transport error when !ok
 };
 
 class HttpClient {

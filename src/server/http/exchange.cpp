@@ -46,8 +46,7 @@ void Exchange::Respond(HttpResponse response) {
   });
 }
 
-void Exchange::BeginStream(HttpResponse head, std::function<StreamPiece()> pull,
-                           std::string idle) {
+void Exchange::BeginStream(HttpResponse head, std::function<StreamPiece()> pull, std::string idle) {
   if (!TakeAnswer()) return;
   post_([sink = sink_, h = std::move(head), p = std::move(pull), i = std::move(idle)]() mutable {
     if (auto s = sink.lock()) s->Stream(std::move(h), std::move(p), std::move(i));

@@ -99,7 +99,8 @@ int HttpServer::Bind(const std::string& host, int port) {
   asio::ip::tcp::resolver resolver(state_->io);
   const auto found =
       resolver.resolve(host, std::to_string(port), asio::ip::resolver_base::passive, ec);
-  if (ec || found.empty()) throw Error(ErrorKind::kIo, where + " (is the host an address of this machine?)");
+  if (ec || found.empty())
+    throw Error(ErrorKind::kIo, where + " (is the host an address of this machine?)");
   auto& a = state_->acceptor;
   for (const auto& entry : found) {
     a.open(entry.endpoint().protocol(), ec);
@@ -119,7 +120,9 @@ int HttpServer::Bind(const std::string& host, int port) {
   return a.local_endpoint().port();
 }
 
-void HttpServer::Run() { state_->io.run(); }
+void HttpServer::Run() {
+  state_->io.run();
+}
 
 void HttpServer::BeginShutdown(std::chrono::milliseconds grace) {
   State* st = state_.get();

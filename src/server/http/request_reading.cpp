@@ -47,11 +47,12 @@ Refusal RefusalFor(const boost::system::error_code& ec, size_t max_body_bytes,
   }
   if (const std::string sent = RawContentLength(unparsed);
       ec == E::bad_content_length && !sent.empty()) {
-    return {400,
-            "Content-Length '" + sent +
-                "' is not a byte count (or it differs from another Content-Length, or stands beside "
-                "Transfer-Encoding: chunked)",
-            ""};
+    return {
+        400,
+        "Content-Length '" + sent +
+            "' is not a byte count (or it differs from another Content-Length, or stands beside "
+            "Transfer-Encoding: chunked)",
+        ""};
   }
   if (ec == E::bad_content_length) {
     return {400,
@@ -110,7 +111,8 @@ HttpRequest ToHttpRequest(RequestParser& parser) {
   r.method = std::string(m.method_string());
   const std::string target(m.target());
   r.path = target.substr(0, target.find('?'));
-  for (const auto& f : m) r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+  for (const auto& f : m)
+    r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
   r.body = std::move(m.body());
   return r;
 }
