@@ -285,7 +285,11 @@ TEST(KernelsFewRows, RouteTable) {
     EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4080, bf16, vnni), R::kGemm);  // % 32
   }
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, few, 4096, bf16, vnni), R::kFewRows);
-  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, vnni), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, vnni), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q6_K, true, 256, 4096, f32, avx2), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q2_K, true, 256, 4096, bf16, avx2), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_0, true, 256, 4096, bf16, vnni), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, none), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 256, 4096, bf16, vnni), R::kInt8Tile);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 256, 4096, f32, avx2), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q6_K, true, 1, 4096, f32, avx2), R::kFewRows);
@@ -310,7 +314,7 @@ TEST(KernelsFewRows, RouteTable) {
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, vnni), R::kInt8Tile);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, avx2), R::kFewRows);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 24, 4096, bf16, vnni), R::kFewRows);
-    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 25, 4096, bf16, vnni), R::kPanels);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 25, 4096, bf16, vnni), R::kKQuantTile);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 32, 4096, f32, avx2), R::kFewRows);
   }
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/few_rows.h"
+#include "kernels/kquant_tile.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
@@ -42,6 +43,8 @@ const char* LinearRouteName(LinearRoute r) {
       return "int8-tile";
     case LinearRoute::kFewRows:
       return "few-rows";
+    case LinearRoute::kKQuantTile:
+      return "kquant-tile";
   }
   return "?";
 }
@@ -78,6 +81,7 @@ LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t row
       precision == MatmulPrecision::kBf16) {
     return LinearRoute::kInt8Tile;
   }
+  if (isa != IntIsa::kNone && KQuantTileSupports(type, in)) return LinearRoute::kKQuantTile;
   return LinearRoute::kPanels;
 }
 

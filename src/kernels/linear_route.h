@@ -44,10 +44,11 @@
 namespace bicache::kernels {
 
 enum class LinearRoute {
-  kGemm,      // oneDNN on the weight matrix itself (BF16 read in place, or converted at load)
-  kPanels,    // panels of rows dequantized to bf16 (f32 path: widened), then oneDNN per panel
-  kInt8Tile,  // Q8_0 on AVX512-VNNI: packed panels, 4 x 32 vpdpbusd tiles (int8_gemm.h)
-  kFewRows,   // few_rows.h: every superblock read once and applied to all rows
+  kGemm,        // oneDNN on the weight matrix itself (BF16 read in place, or converted at load)
+  kPanels,      // panels of rows dequantized to bf16 (f32 path: widened), then oneDNN per panel
+  kInt8Tile,    // Q8_0 on AVX512-VNNI: packed panels, 4 x 32 vpdpbusd tiles (int8_gemm.h)
+  kFewRows,     // few_rows.h: every superblock read once and applied to all rows
+  kKQuantTile,  // Q2_K .. Q6_K, AVX2 or AVX512-VNNI: packed panels, integer tiles (kquant_tile.h)
 };
 const char* LinearRouteName(LinearRoute r);
 
