@@ -120,9 +120,9 @@ inline void AddScaled(float* out, VI isum, VI imin, const float* d, const float*
   _mm256_storeu_ps(out, _mm256_fmadd_ps(t, _mm256_set1_ps(dx), _mm256_loadu_ps(out)));
 }
 #endif
-constexpr size_t kVecs = 2;                  // vectors per tile row
-constexpr size_t kCols = kVecs * kLanes;     // output columns per panel (and tile)
-constexpr size_t kGroupBytes = 4 * kCols;    // one group: [kCols][4] bytes of u
+constexpr size_t kVecs = 2;                   // vectors per tile row
+constexpr size_t kCols = kVecs * kLanes;      // output columns per panel (and tile)
+constexpr size_t kGroupBytes = 4 * kCols;     // one group: [kCols][4] bytes of u
 constexpr size_t kSuperU = 64 * kGroupBytes;  // one superblock of the panel: 64 groups
 
 // ---- decoders: one superblock of one weight row -------------------------------------------
@@ -243,8 +243,7 @@ struct TQ6K {  // 128 B low nibbles | 64 B two high bits | 16 x int8 scales | d;
                  qh = Gather(b + 128 + 32 * h + 4 * i, idx);
         uint8_t* u = o.u + (32 * h + i) * kGroupBytes;
         StoreI(u, Or(And(lo, 0x0F0F0F0F), Shl(And(qh, 0x03030303), 4)));
-        StoreI(u + 8 * kGroupBytes,
-               Or(And(hi, 0x0F0F0F0F), Shl(And(Shr(qh, 2), 0x03030303), 4)));
+        StoreI(u + 8 * kGroupBytes, Or(And(hi, 0x0F0F0F0F), Shl(And(Shr(qh, 2), 0x03030303), 4)));
         StoreI(u + 16 * kGroupBytes,
                Or(And(Shr(lo, 4), 0x0F0F0F0F), Shl(And(Shr(qh, 4), 0x03030303), 4)));
         StoreI(u + 24 * kGroupBytes,
@@ -257,7 +256,8 @@ struct TQ6K {  // 128 B low nibbles | 64 B two high bits | 16 x int8 scales | d;
       for (int j = 0; j < 4; ++j) sc[4 * q + j] = Sar(Shl(v, 24 - 8 * j), 24);
     }
     for (int j = 0; j < 16; ++j) StoreI(o.sc + j * kCols, ScaleWords(sc[j]));
-    for (int i = 0; i < 8; ++i) StoreI(o.mw + i * kCols, Pair(Shl(sc[2 * i], 5), Shl(sc[2 * i + 1], 5)));
+    for (int i = 0; i < 8; ++i)
+      StoreI(o.mw + i * kCols, Pair(Shl(sc[2 * i], 5), Shl(sc[2 * i + 1], 5)));
     StoreHalves(Gather(b + 206, idx), 16, o.d);  // bytes 206..209: the last scales, then d
     std::memcpy(o.dm, o.d, kLanes * sizeof(float));
   }
@@ -335,8 +335,9 @@ Panel PanelBuffers(size_t n_super) {
 // dst[i][c] = the dword i of row c of u (u: [kCols][256] bytes), i < 64: the panel layout.
 inline void GatherGroups(const uint8_t* u, uint8_t* dst) {
 #if BICACHE_KTILE_VNNI
-  const __m512i idx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(256));
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(256));
   for (int i = 0; i < 64; ++i) {
     for (size_t h = 0; h < kCols / kLanes; ++h) {
       _mm512_storeu_si512(dst + i * kGroupBytes + 64 * h,
@@ -355,6 +356,8 @@ inline void GatherGroups(const uint8_t* u, uint8_t* dst) {
 #endif
 }
 
+constexpr size_t kPackAhead = 4;
+
 // PackPanel's two ways (below): T::Pack straight from the file, kLanes rows at a time ...
 template <class T>
 void PackDirect(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super, const Panel& p) {
@@ -368,6 +371,15 @@ void PackDirect(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super,
       }
       const VI idx = LoadI(off);
       for (size_t sb = 0; sb < n_super; ++sb) {
+        // The gathers read kLanes rows at once, which the hardware prefetcher does not follow:
+        // the superblocks kPackAhead ahead are requested in software.
+        if (sb + kPackAhead < n_super) {
+          for (size_t c = 0; c < kLanes; ++c) {
+            const uint8_t* ahead = w + off[c] + (sb + kPackAhead) * T::kBytes;
+            for (size_t b = 0; b < T::kBytes; b += 64)
+              _mm_prefetch(reinterpret_cast<const char*>(ahead + b), _MM_HINT_T0);
+          }
+        }
         LaneOut o;
         o.u = p.u + sb * kSuperU + 4 * kLanes * h;
         o.sc = p.sc + sb * kSubs * kCols + kLanes * h;
@@ -382,8 +394,7 @@ void PackDirect(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super,
 
 // ... or per superblock every row decoded in natural order (T::Decode), then gathered.
 template <class T>
-void PackDecoded(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super,
-                 const Panel& p) {
+void PackDecoded(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super, const Panel& p) {
   constexpr int kSubs = 256 / T::kSub;
   alignas(64) uint8_t u[kCols * 256];
   int16_t sc[16], mw[16];
@@ -394,11 +405,11 @@ void PackDecoded(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super
       const uint8_t* row = w + (c < cols ? c : 0) * row_bytes;
       T::Decode(row + sb * T::kBytes, u + c * 256, sc, mw, p.d + sb * kCols + c,
                 p.dm + sb * kCols + c);
-      for (int j = 0; j < kSubs; ++j)
-        s[j * kCols + c] = ScaleWord(sc[j]);
+      for (int j = 0; j < kSubs; ++j) s[j * kCols + c] = ScaleWord(sc[j]);
       for (int j = 0; j < kSubs / 2; ++j) {
-        m[j * kCols + c] = static_cast<int32_t>(static_cast<uint32_t>(mw[2 * j] & 0xFFFF) |
-                                                 static_cast<uint32_t>(mw[2 * j + 1] & 0xFFFF) << 16);
+        m[j * kCols + c] =
+            static_cast<int32_t>(static_cast<uint32_t>(mw[2 * j] & 0xFFFF) |
+                                 static_cast<uint32_t>(mw[2 * j + 1] & 0xFFFF) << 16);
       }
     }
     GatherGroups(u, p.u + sb * kSuperU);
@@ -424,6 +435,21 @@ void PackPanel(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super, 
 // batch multiplied by the scale pairs in int32 (vpmaddwd). (The AVX512 form of the AVX2
 // arithmetic, vpmaddubsw + vpaddw + vpdpwssd, ran 1.3x slower on Zen 4; vpmulld in place of the
 // float scale 1.05x slower.)
+// t[r] += the products of group i (values 4i .. 4i + 3 of superblock sb) for rows r0 + r.
+template <size_t kRows>
+inline void AddGroup(const KActs& x, size_t r0, const uint8_t* u, size_t sb, int i,
+                     VI (*t)[kVecs]) {
+  const VI w0 = LoadI(u + i * kGroupBytes), w1 = LoadI(u + i * kGroupBytes + 4 * kLanes);
+#pragma GCC unroll 6
+  for (size_t r = 0; r < kRows; ++r) {
+    int32_t four;
+    std::memcpy(&four, x.q + (r0 + r) * x.k + sb * 256 + 4 * i, 4);
+    const VI xb = Set1(four);
+    t[r][0] = AddProducts(t[r][0], w0, xb);
+    t[r][1] = AddProducts(t[r][1], w1, xb);
+  }
+}
+
 template <class T, size_t kRows>
 inline void SubBlock(const KActs& x, size_t r0, const uint8_t* u, const int32_t* sc, size_t sb,
                      int j, VA (*isum)[kVecs]) {
@@ -434,20 +460,16 @@ inline void SubBlock(const KActs& x, size_t r0, const uint8_t* u, const int32_t*
     VI t[kRows][kVecs];
 #pragma GCC unroll 6
     for (size_t r = 0; r < kRows; ++r) t[r][0] = t[r][1] = Zero();
-    // Unrolled whole (as int8_gemm.cpp's tile): partly unrolled, GCC copied the accumulators
-    // between registers on every pass.
+    const int i0 = j * kGroups + ch * kBatch;
+    // AVX512-VNNI unrolled whole (as int8_gemm.cpp's tile): partly unrolled, GCC copied the
+    // accumulators between registers on every pass. AVX2 by 2: unrolled whole, GCC hoisted the
+    // products of later groups and spilled (16 registers).
+    if constexpr (kVnni) {
 #pragma GCC unroll 8
-    for (int g = 0; g < kBatch; ++g) {
-      const int i = j * kGroups + ch * kBatch + g;  // the group's first value / 4
-      const VI w0 = LoadI(u + i * kGroupBytes), w1 = LoadI(u + i * kGroupBytes + 4 * kLanes);
-#pragma GCC unroll 6
-      for (size_t r = 0; r < kRows; ++r) {
-        int32_t four;
-        std::memcpy(&four, x.q + (r0 + r) * x.k + sb * 256 + 4 * i, 4);
-        const VI xb = Set1(four);
-        t[r][0] = AddProducts(t[r][0], w0, xb);
-        t[r][1] = AddProducts(t[r][1], w1, xb);
-      }
+      for (int g = 0; g < kBatch; ++g) AddGroup<kRows>(x, r0, u, sb, i0 + g, t);
+    } else {
+#pragma GCC unroll 2
+      for (int g = 0; g < kBatch; ++g) AddGroup<kRows>(x, r0, u, sb, i0 + g, t);
     }
 #pragma GCC unroll 6
     for (size_t r = 0; r < kRows; ++r) {

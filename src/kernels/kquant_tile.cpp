@@ -107,8 +107,7 @@ void QuantizeRow(const float* x, size_t k, int sub, int8_t* q, float* dx, int32_
       for (int i = 0; i < 8; ++i) spair[sb * 8 + i] = Pair(s16[2 * i], s16[2 * i + 1]);
     } else {
       for (int i = 0; i < 4; ++i) {
-        spair[sb * 4 + i] =
-            Pair(s16[4 * i] + s16[4 * i + 1], s16[4 * i + 2] + s16[4 * i + 3]);
+        spair[sb * 4 + i] = Pair(s16[4 * i] + s16[4 * i + 1], s16[4 * i + 2] + s16[4 * i + 3]);
       }
     }
   }
@@ -166,11 +165,10 @@ void KQuantTileForward(IntIsa isa, format::TensorType type, const float* x, size
   uint64_t block_elems = 0, block_bytes = 0;
   format::TensorTypeLayout(type, &block_elems, &block_bytes);
   if (row_bytes != in / block_elems * block_bytes) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "K-quant tile route: " + format::TensorTypeName(type) + " rows of " +
-                    std::to_string(in) + " values are " +
-                    std::to_string(in / block_elems * block_bytes) + " bytes, not " +
-                    std::to_string(row_bytes));
+    throw Error(ErrorKind::kInvalidArgument, "K-quant tile route: " + format::TensorTypeName(type) +
+                                                 " rows of " + std::to_string(in) + " values are " +
+                                                 std::to_string(in / block_elems * block_bytes) +
+                                                 " bytes, not " + std::to_string(row_bytes));
   }
   if (n == 0 || out == 0) return;
   int sub = 0;
