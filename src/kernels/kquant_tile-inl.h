@@ -57,7 +57,7 @@ inline VI Shl(VI a, int n) {
 inline VI Sar(VI a, int n) {
   return _mm512_sra_epi32(a, _mm_cvtsi32_si128(n));
 }
-// out[0, 16) += dx (d cvt(isum) - dm cvt(imin)).
+// out[0, 16) += dx (d isum - dm cvt(imin)) (isum: the superblock's scaled sums, float).
 inline void AddScaled(float* out, VA isum, VI imin, const float* d, const float* dm, float dx) {
   const __m512 t = _mm512_fmsub_ps(_mm512_loadu_ps(d), isum,
                                    _mm512_mul_ps(_mm512_loadu_ps(dm), _mm512_cvtepi32_ps(imin)));
@@ -126,8 +126,8 @@ constexpr size_t kGroupBytes = 4 * kCols;     // one group: [kCols][4] bytes of 
 constexpr size_t kSuperU = 64 * kGroupBytes;  // one superblock of the panel: 64 groups
 
 // ---- decoders: one superblock of one weight row -------------------------------------------
-// u[256] in natural order; sc[j], mw[j] per sub-block (int16); *d, *dm: w = *d sc u - *dm mw / ..
-// (see kquant_tile.h).
+// u[256] in natural order, and per sub-block j of kSub values sc[j], mw[j] (int16) with
+// w_i = *d sc[j] u_i - *dm mw[j] (kquant_tile.h).
 
 inline __m256i Load32(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -307,8 +307,9 @@ struct TQ2K {  // 16 B scales (low nibble) and mins (high) | 64 B two-bit quants
 
 // ---- one panel: kCols weight rows in the tile layout ----------------------------------------
 
-// Per superblock sb: u [kSuperU] bytes, sc [256 / kSub][kCols] int32 (the scale in both int16
-// halves), mw [256 / kSub / 2][kCols] int32 (sub-blocks 2i and 2i + 1), d and dm [kCols].
+// Per superblock sb: u [kSuperU] bytes, sc [256 / kSub][kCols] (ScaleWords: the scale as float
+// bits, or in both int16 halves), mw [256 / kSub / 2][kCols] int32 (sub-blocks 2i and 2i + 1), d
+// and dm [kCols].
 struct Panel {
   uint8_t* u;
   int32_t* sc;
@@ -429,12 +430,6 @@ void PackPanel(const uint8_t* w, size_t row_bytes, size_t cols, size_t n_super, 
 
 // ---- the tile: kTileRows activation rows x kCols columns -------------------------------------
 
-// Sub-block j of superblock sb into isum for kRows rows from r0. AVX512-VNNI: the sub-block's
-// exact int32 dot products (vpdpbusd: u8 weights x s8 activations), converted and multiplied by
-// its scale in float. AVX2: the int16 pair sums of vpmaddubsw over kG groups at a time, each
-// batch multiplied by the scale pairs in int32 (vpmaddwd). (The AVX512 form of the AVX2
-// arithmetic, vpmaddubsw + vpaddw + vpdpwssd, ran 1.3x slower on Zen 4; vpmulld in place of the
-// float scale 1.05x slower.)
 // t[r] += the products of group i (values 4i .. 4i + 3 of superblock sb) for rows r0 + r.
 template <size_t kRows>
 inline void AddGroup(const KActs& x, size_t r0, const uint8_t* u, size_t sb, int i,
@@ -450,6 +445,12 @@ inline void AddGroup(const KActs& x, size_t r0, const uint8_t* u, size_t sb, int
   }
 }
 
+// Sub-block j of superblock sb into isum for kRows rows from r0. AVX512-VNNI: the sub-block's
+// exact int32 dot products (vpdpbusd: u8 weights x s8 activations), converted and multiplied by
+// its scale in float. AVX2: the int16 pair sums of vpmaddubsw over kG groups at a time, each
+// batch multiplied by the scale pairs in int32 (vpmaddwd). (The AVX512 form of the AVX2
+// arithmetic, vpmaddubsw + vpaddw + vpdpwssd, ran 1.3x slower on Zen 4; vpmulld in place of the
+// float scale about 1.05x.)
 template <class T, size_t kRows>
 inline void SubBlock(const KActs& x, size_t r0, const uint8_t* u, const int32_t* sc, size_t sb,
                      int j, VA (*isum)[kVecs]) {
