@@ -219,7 +219,13 @@ void BM_LinearByType(benchmark::State& state) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_LinearByType)
-    ->ArgsProduct({{12, 14, 8, 13, 30}, {1, 8, 12, 16, 24, 32}})
+    ->ArgsProduct({{12, 14, 8, 13, 10, 11, 30}, {1, 8, 12, 16, 24, 32}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+// Many rows: the K-quant tile (Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14) against the Q8_0 tile
+// (8) and BF16 (30) where the cut-overs between the routes are measured.
+BENCHMARK(BM_LinearByType)
+    ->ArgsProduct({{10, 11, 12, 13, 14, 8, 30}, {48, 64, 128, 256}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -285,7 +285,11 @@ TEST(KernelsFewRows, RouteTable) {
     EXPECT_EQ(ChooseLinearRoute(TensorType::BF16, false, 1, 4080, bf16, vnni), R::kGemm);  // % 32
   }
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, few, 4096, bf16, vnni), R::kFewRows);
-  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, vnni), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, vnni), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q6_K, true, 256, 4096, f32, avx2), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q2_K, true, 256, 4096, bf16, avx2), R::kKQuantTile);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_0, true, 256, 4096, bf16, vnni), R::kPanels);
+  EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 256, 4096, bf16, none), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 256, 4096, bf16, vnni), R::kInt8Tile);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 256, 4096, f32, avx2), R::kPanels);
   EXPECT_EQ(ChooseLinearRoute(TensorType::Q6_K, true, 1, 4096, f32, avx2), R::kFewRows);
@@ -300,18 +304,23 @@ TEST(KernelsFewRows, RouteTable) {
     // The measured table (linear_route.h).
     EXPECT_EQ(FewRowsCutover(TensorType::Q8_0, vnni, bf16), 8u);
     EXPECT_EQ(FewRowsCutover(TensorType::Q8_0, avx2, bf16), 16u);
-    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, vnni, bf16), 24u);  // the K-quants' per-256 kernels
-    EXPECT_EQ(FewRowsCutover(TensorType::Q6_K, vnni, bf16), 24u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, vnni, bf16), 12u);  // then the K-quant tiles
+    EXPECT_EQ(FewRowsCutover(TensorType::Q6_K, vnni, bf16), 12u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q2_K, vnni, bf16), 12u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q6_K, avx2, bf16), 16u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q4_0, avx2, f32), 32u);
     EXPECT_EQ(FewRowsCutover(TensorType::Q4_0, vnni, bf16), 16u);
     EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, avx2, bf16), 16u);
-    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, avx2, f32), 32u);
+    EXPECT_EQ(FewRowsCutover(TensorType::Q4_K, avx2, f32), 16u);
     EXPECT_EQ(FewRowsCutover(TensorType::BF16, vnni, bf16), 0u);
     EXPECT_EQ(FewRowsCutover(TensorType::BF16, avx2, f32), 16u);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, vnni), R::kInt8Tile);
     EXPECT_EQ(ChooseLinearRoute(TensorType::Q8_0, true, 9, 4096, bf16, avx2), R::kFewRows);
-    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 24, 4096, bf16, vnni), R::kFewRows);
-    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 25, 4096, bf16, vnni), R::kPanels);
-    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 32, 4096, f32, avx2), R::kFewRows);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 12, 4096, bf16, vnni), R::kFewRows);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 13, 4096, bf16, vnni), R::kKQuantTile);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 16, 4096, f32, avx2), R::kFewRows);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_K, true, 17, 4096, f32, avx2), R::kKQuantTile);
+    EXPECT_EQ(ChooseLinearRoute(TensorType::Q4_0, true, 32, 4096, f32, avx2), R::kFewRows);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/few_rows.h"
+#include "kernels/kquant_tile.h"
 #include "util/error.h"
 
 namespace bicache::kernels {
@@ -42,6 +43,8 @@ const char* LinearRouteName(LinearRoute r) {
       return "int8-tile";
     case LinearRoute::kFewRows:
       return "few-rows";
+    case LinearRoute::kKQuantTile:
+      return "kquant-tile";
   }
   return "?";
 }
@@ -54,12 +57,11 @@ size_t FewRowsCutover(format::TensorType type, IntIsa isa, MatmulPrecision preci
   }
   if (isa == IntIsa::kNone || !FewRowsSupports(type, 256)) return 0;
   if (const auto n = FewRowsOverride()) return *n;
+  // The K-quants hand over to their integer tiles (kquant_tile.h), not to the panels: at 12 rows
+  // on AVX512-VNNI, 16 with AVX2 on either path (the table in the header).
+  if (KQuantTileSupports(type, 256)) return isa == IntIsa::kAvx512Vnni ? 12 : 16;
   if (precision == MatmulPrecision::kF32) return 32;
   if (type == format::TensorType::Q8_0 && isa == IntIsa::kAvx512Vnni) return 8;
-  // The K-quant kernels (activations per 256, integer sub-block scales) still beat the panels at
-  // 24 rows on AVX512-VNNI (Q4_K/Q5_K/Q6_K, one thread, W [12288, 4096]: 20.0-22.0 ms against
-  // 24.3-27.5) and tie at 32 (docs/benchmarks.md, "Few-row kernels").
-  if (isa == IntIsa::kAvx512Vnni && FewRowsPer256(type)) return 24;
   return 16;
 }
 
@@ -78,6 +80,7 @@ LinearRoute ChooseLinearRoute(format::TensorType type, bool in_place, size_t row
       precision == MatmulPrecision::kBf16) {
     return LinearRoute::kInt8Tile;
   }
+  if (isa != IntIsa::kNone && KQuantTileSupports(type, in)) return LinearRoute::kKQuantTile;
   return LinearRoute::kPanels;
 }
 

@@ -17,19 +17,33 @@
 //   BF16 few-row (f32 path)   7.8   18.4          38.8   56.4   82.0
 //   BF16 f32 panels          14.1   24.3          44.3   49.4   55.7
 //
-// hence FewRowsCutover: Q8_0 where the int8 tile runs (AVX512-VNNI, bf16 path): 8 rows; the
-// K-quants on AVX512-VNNI (bf16 path): 24 (their per-256 kernels, measured after this table);
-// every other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs, whose oneDNN runs
-// f32): 32; BF16 weights: 16 on the f32 path, none on the bf16 path (oneDNN's bf16 GEMM was as fast
-// with one thread and with two). The routes:
+// The K-quants' many-row integer tiles (kquant_tile.h) against their few-row kernels, same
+// benchmark, one thread, CPU time in ms (docs/benchmarks.md, "Many-row K-quant kernels"):
 //
-// | weights                        | rows <= FewRowsCutover  | more rows |
-// |--------------------------------|-------------------------|--------------------------------------|
-// | BF16 (bf16 path), F32, F16     | oneDNN GEMM on W        | oneDNN GEMM on W | | BF16 on the f32
-// path           | f32 panels + oneDNN     | f32 panels + oneDNN                  | | Q8_0,
-// AVX512-VNNI, bf16 path   | few-row integer kernel  | Q8_0 int8 tile (int8_gemm.h)         | |
-// other block types, AVX2 or VNNI| few-row integer kernel  | dequantized panels + oneDNN          |
-// | block types, no AVX2 or off    | dequantized panels      | dequantized panels |
+//   rows                      8     12     16     24     32     64
+//   Q4_K few-row (VNNI)     4.9    7.3   11.2   23.5   27.3   57.7
+//   Q4_K tile (VNNI)        8.7    9.3    9.7   11.5   14.9   21.6
+//   Q6_K few-row (VNNI)     5.5    8.5   13.3   23.8   29.7   62.3
+//   Q6_K tile (VNNI)       10.4   10.6   11.4   16.9   19.2   23.0
+//   Q4_K few-row (AVX2)                  15.6   26.5   34.8   71.8
+//   Q4_K tile (AVX2)                     14.8   17.9   21.2   35.5
+//   Q6_K few-row (AVX2)                  17.1   27.8   37.6   76.0
+//   Q6_K tile (AVX2)                     18.0   21.3   25.0   39.5
+//
+// hence FewRowsCutover: the K-quants 12 rows on AVX512-VNNI and 16 with AVX2 (on either matmul
+// path; Q5_K, Q2_K and Q3_K measured alike); Q8_0 where the int8 tile runs (AVX512-VNNI, bf16
+// path): 8 rows; every other block type on the bf16 path: 16; on the f32 path (AVX2-only CPUs,
+// whose oneDNN runs f32): 32; BF16 weights: 16 on the f32 path, none on the bf16 path (oneDNN's
+// bf16 GEMM was as fast with one thread and with two). The routes, per weight type:
+//
+//  - BF16 (bf16 path), F32, F16: oneDNN's GEMM on W at every row count.
+//  - BF16 on the f32 path: the bf16 few-row kernel up to the cut-over, then f32 panels + oneDNN.
+//  - Q2_K .. Q6_K with AVX2 or AVX512-VNNI: the few-row kernel up to the cut-over, then the K-quant
+//    integer tiles (kquant_tile.h).
+//  - Q8_0 on AVX512-VNNI, bf16 path: the few-row kernel, then the Q8_0 int8 tile (int8_gemm.h).
+//  - the other block types with AVX2 or AVX512-VNNI: the few-row kernel, then dequantized panels
+//    + oneDNN.
+//  - block types without AVX2 (or BICACHE_INT8=0): dequantized panels at every row count.
 //
 #pragma once
 
@@ -44,10 +58,11 @@
 namespace bicache::kernels {
 
 enum class LinearRoute {
-  kGemm,      // oneDNN on the weight matrix itself (BF16 read in place, or converted at load)
-  kPanels,    // panels of rows dequantized to bf16 (f32 path: widened), then oneDNN per panel
-  kInt8Tile,  // Q8_0 on AVX512-VNNI: packed panels, 4 x 32 vpdpbusd tiles (int8_gemm.h)
-  kFewRows,   // few_rows.h: every superblock read once and applied to all rows
+  kGemm,        // oneDNN on the weight matrix itself (BF16 read in place, or converted at load)
+  kPanels,      // panels of rows dequantized to bf16 (f32 path: widened), then oneDNN per panel
+  kInt8Tile,    // Q8_0 on AVX512-VNNI: packed panels, 4 x 32 vpdpbusd tiles (int8_gemm.h)
+  kFewRows,     // few_rows.h: every superblock read once and applied to all rows
+  kKQuantTile,  // Q2_K .. Q6_K, AVX2 or AVX512-VNNI: packed panels, integer tiles (kquant_tile.h)
 };
 const char* LinearRouteName(LinearRoute r);
 

@@ -38,6 +38,7 @@
 
 #include "kernels/few_rows.h"
 #include "kernels/int8_gemm.h"
+#include "kernels/kquant_tile.h"
 #include "kernels/linear_route.h"
 #include "kernels/ops.h"
 #include "util/error.h"
@@ -401,6 +402,11 @@ void Linear::Forward(const float* x, size_t n, float* y) const {
   if (route == LinearRoute::kFewRows && impl_->type != format::TensorType::BF16) {
     FewRowsForward(ActiveIntIsa(), impl_->type, x, n, impl_->in, impl_->panel_src, impl_->row_bytes,
                    impl_->out, y);
+    return;
+  }
+  if (route == LinearRoute::kKQuantTile) {
+    KQuantTileForward(ActiveIntIsa(), impl_->type, x, n, impl_->in, impl_->panel_src,
+                      impl_->row_bytes, impl_->out, y);
     return;
   }
   if (route == LinearRoute::kInt8Tile) {

@@ -69,7 +69,9 @@ void Q8_0ProductInt8(const float* x, size_t n, size_t in, const uint8_t* w, size
 // of a 32-value type).
 int DecodeIntSuperblock(format::TensorType type, const uint8_t* sb, int* v, float* a, float* b);
 
-// kernels::FewRowsForward's arithmetic, one value at a time: x quantized as in Q8_0ProductInt8,
+// kernels::FewRowsForward's arithmetic, and for the K-quants kernels::KQuantTileForward's (the
+// many-row route computes the same sums: kernels/kquant_tile.h), one value at a time: x quantized
+// as in Q8_0ProductInt8,
 // per 32 values, or per 256 for the K-quants (kernels::FewRowsPer256), W decoded by
 // DecodeIntSuperblock, and per sub-block
 //   y += a dx sum(v q) - b dx sum(q)
