@@ -211,6 +211,29 @@ TEST(ServerHttp, StreamSendsPiecesThenEnds) {
   close(fd);
 }
 
+TEST(ServerHttp, SlowStreamWithoutIdlePayloadIsNotEndedByTheHeartbeat) {
+  // The producer has nothing for 1.5 s (past the one-second heartbeat), then its last piece.
+  Running s({}, [](std::shared_ptr<Exchange> ex) {
+    auto start = std::chrono::steady_clock::now();
+    ex->BeginStream(
+        {},
+        [start] {
+          const bool late = std::chrono::steady_clock::now() - start > 1500ms;
+          return late ? StreamPiece{"late;", true} : StreamPiece{};
+        },
+        "");
+    std::thread([ex] {
+      std::this_thread::sleep_for(1600ms);
+      ex->Notify();
+    }).detach();
+  });
+  const int fd = Connect(s.port());
+  SendAll(fd, "GET /s HTTP/1.1\r\n\r\n");
+  const std::string got = ReadUntil(fd, "0\r\n\r\n");
+  EXPECT_NE(got.find("late;"), std::string::npos) << got;
+  close(fd);
+}
+
 TEST(ServerHttp, DroppedRequestGets500) {
   Running s({}, [](std::shared_ptr<Exchange>) {});
   const int fd = Connect(s.port());

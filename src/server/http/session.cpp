@@ -369,8 +369,9 @@ void Session::OnTimer() {
   if (st_.finishing && Clock::now() >= st_.finish_deadline) return PeerGone();
   const bool reading = phase_ == Phase::kHead || phase_ == Phase::kBody;
   if (phase_ == Phase::kStreaming && !writing_) {
-    WriteChunk(idle_, false);  // the heartbeat
-    return;
+    if (!idle_.empty()) return WriteChunk(idle_, false);  // the heartbeat
+    last_send_ = Clock::now();  // no idle payload: an empty chunk would end the response
+    return Rearm();
   }
   if (!reading || st_.draining || (phase_ == Phase::kHead && buffer_.size() == 0))
     return PeerGone();  // idle, not reading its answer, lingering, or silent since it connected
