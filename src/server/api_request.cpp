@@ -347,6 +347,15 @@ json ErrorBody(const ApiError& e) {
             {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
 }
 
+std::string ErrorJson(int status, const std::string& message, const std::string& code) {
+  ApiError e;
+  e.status = status;
+  e.type = status >= 500 ? "server_error" : "invalid_request_error";
+  e.message = message;
+  e.code = code;
+  return ErrorBody(e).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void BadRequest(const std::string& message, const std::string& param, const std::string& code) {
   ApiError e;
   e.message = message;

@@ -35,6 +35,8 @@ class ApiException : public std::exception {
 };
 
 nlohmann::json ErrorBody(const ApiError& e);
+// ErrorBody as text for `status` (type server_error from 500, else invalid_request_error).
+std::string ErrorJson(int status, const std::string& message, const std::string& code = "");
 // 400 invalid_request_error for `param`.
 [[noreturn]] void BadRequest(const std::string& message, const std::string& param = "",
                              const std::string& code = "");

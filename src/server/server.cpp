@@ -176,12 +176,11 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
 
 void Server::Handle(const std::shared_ptr<Exchange>& ex) {
   const HttpRequest& req = ex->request();
-  const auto error = [&](int status, std::string message) {
-    ApiError e;
-    e.status = status;
-    e.type = status >= 500 ? "server_error" : "invalid_request_error";
-    e.message = std::move(message);
-    return ErrorResponse(e);
+  const auto error = [](int status, const std::string& message) {
+    HttpResponse r;
+    r.status = status;
+    r.body = ErrorJson(status, message);
+    return r;
   };
   if (!IsKnownMethod(req.method))
     return ex->Respond(error(501, "unsupported HTTP method '" + req.method.substr(0, 40) + "'"));

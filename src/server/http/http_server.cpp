@@ -57,9 +57,9 @@ void HttpServer::State::Accept() {
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
     // Refused connections are held only until their 503 is out and are not counted: a flood of
     // them cannot crowd out the admitted ones.
-    const bool admit = admitted < options.max_connections;
+    const bool admit = open.load(std::memory_order_relaxed) < options.max_connections;
     if (admit) {
-      open.store(++admitted, std::memory_order_relaxed);
+      open.fetch_add(1, std::memory_order_relaxed);
     } else {
       refused.fetch_add(1, std::memory_order_relaxed);
     }
@@ -72,7 +72,7 @@ void HttpServer::State::Accept() {
 
 void HttpServer::State::SessionClosed(Session* s, bool was_admitted) {
   sessions.erase(s);
-  if (was_admitted) open.store(--admitted, std::memory_order_relaxed);
+  if (was_admitted) open.fetch_sub(1, std::memory_order_relaxed);
   if (finishing && sessions.empty()) finish_timer.cancel();
 }
 

@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-
-#include "server/api_request.h"
-
 namespace bicache::server {
 
 namespace bhttp = boost::beast::http;
@@ -32,6 +29,13 @@ std::string RawContentLength(std::string_view unparsed) {
   return head.substr(from, std::min<size_t>(to - from, 40));
 }
 
+Refusal TooLarge(size_t max_body_bytes) {
+  return {413,
+          "the request body is too large (this server accepts up to " +
+              std::to_string(max_body_bytes) + " bytes)",
+          ""};
+}
+
 }  // namespace
 
 Refusal RefusalFor(const boost::system::error_code& ec, size_t max_body_bytes,
@@ -40,10 +44,7 @@ Refusal RefusalFor(const boost::system::error_code& ec, size_t max_body_bytes,
   if (ec == E::header_limit)
     return {431, "the request head (request line and headers) is over 64 KiB", ""};
   if (ec == E::body_limit || ec == E::buffer_overflow) {
-    return {413,
-            "the request body is too large (this server accepts up to " +
-                std::to_string(max_body_bytes) + " bytes)",
-            ""};
+    return TooLarge(max_body_bytes);
   }
   if (const std::string sent = RawContentLength(unparsed);
       ec == E::bad_content_length && !sent.empty()) {
@@ -97,10 +98,7 @@ std::optional<Refusal> CheckHead(const RequestParser& parser, size_t max_body_by
         ""};
   }
   if (const auto n = parser.content_length(); n && *n > max_body_bytes) {
-    return Refusal{413,
-                   "the request body is too large (this server accepts up to " +
-                       std::to_string(max_body_bytes) + " bytes)",
-                   ""};
+    return TooLarge(max_body_bytes);
   }
   return std::nullopt;
 }
@@ -159,15 +157,6 @@ ReadOne ReadOneRequest(std::string_view bytes, size_t max_body_bytes, size_t pie
   }
   out.request = ToHttpRequest(*parser);
   return out;
-}
-
-std::string ErrorJson(int status, const std::string& message, const std::string& code) {
-  ApiError e;
-  e.status = status;
-  e.type = status >= 500 ? "server_error" : "invalid_request_error";
-  e.message = message;
-  e.code = code;
-  return ErrorBody(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace bicache::server

@@ -54,7 +54,4 @@ struct ReadOne {
 };
 ReadOne ReadOneRequest(std::string_view bytes, size_t max_body_bytes, size_t piece);
 
-// An OpenAI error body: {"error":{"message","type","param":null,"code"}}.
-std::string ErrorJson(int status, const std::string& message, const std::string& code = "");
-
 }  // namespace bicache::server

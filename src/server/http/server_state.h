@@ -48,11 +48,10 @@ struct HttpServer::State {
   boost::asio::thread_pool pool{2};  // runs handlers
   std::shared_ptr<LoopPoster> poster;
   std::shared_ptr<std::atomic<int>> awaiting;
-  std::atomic<int> open{0};
+  std::atomic<int> open{0};  // admitted connections (changed on the loop thread only)
   std::atomic<uint64_t> refused{0}, timed_out{0};
 
   // Loop thread only.
-  int admitted = 0;
   std::unordered_set<Session*> sessions;
   bool draining = false, finishing = false;
   Clock::time_point grace_deadline = Clock::time_point::max();

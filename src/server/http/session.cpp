@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "server/api_request.h"
+
 namespace bicache::server {
 namespace {
 
